@@ -1,0 +1,56 @@
+# rocelab — two commands do all set-up on a fresh Debian 12 machine (as root):
+#   make demo   install what is missing, build, run the demo
+#   make test   install what is missing, build, run the test suite (plain, then ASan+UBSan)
+# Other targets: build, build-asan, bench, clean.
+
+DEB_PACKAGES := build-essential cmake ninja-build pkg-config libboost-dev libpcap-dev \
+                libprotobuf-dev protobuf-compiler libcli11-dev libgtest-dev \
+                tshark python3-scapy libibverbs-dev ibverbs-utils perftest rdmacm-utils \
+                iproute2 iperf3 sockperf
+JOBS  ?= $(shell nproc)
+CTEST_ARGS ?=
+
+.PHONY: all deps build build-asan test test-plain test-asan demo bench clean
+
+all: build
+
+# Install only the Debian packages that are missing; quick when all are present.
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do \
+	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing missing Debian packages:" $$missing; \
+	  if [ "$$(id -u)" != 0 ]; then echo "error: need root to apt-get install:" $$missing >&2; exit 1; fi; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+build: deps
+	cmake -S . -B build -G Ninja -DROCELAB_WERROR=ON >/dev/null
+	cmake --build build -j $(JOBS)
+
+build-asan: deps
+	cmake -S . -B build-asan -G Ninja -DROCELAB_WERROR=ON -DROCELAB_SANITIZE=ON \
+	      -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	cmake --build build-asan -j $(JOBS)
+
+test-plain: build
+	cd build && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+# Tests that run unmodified foreign binaries under our preload are labelled
+# "noasan": a sanitized shim cannot be preloaded into an unsanitized program.
+test-asan: build-asan
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --output-on-failure -j $(JOBS) -LE noasan $(CTEST_ARGS)
+
+test: test-plain test-asan
+
+demo: build
+	bash tools/demo.sh
+
+bench: build
+	bash bench/run.sh
+
+clean:
+	rm -rf build build-asan

@@ -1,0 +1,36 @@
+#include "wire/error.h"
+
+namespace rocelab::wire {
+namespace {
+
+class WireCategory final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "rocelab.wire"; }
+  std::string message(int ev) const override {
+    switch (static_cast<WireErrc>(ev)) {
+      case WireErrc::kOk: return "ok";
+      case WireErrc::kTruncated: return "truncated packet";
+      case WireErrc::kOversized: return "oversized packet";
+      case WireErrc::kBadTVer: return "BTH TVer is not 0";
+      case WireErrc::kUnknownOpcode: return "unknown BTH opcode";
+      case WireErrc::kBadPadCount: return "pad count exceeds payload";
+      case WireErrc::kBadIcrc: return "bad ICRC";
+      case WireErrc::kBadIpHeader: return "bad IP header";
+      case WireErrc::kBadUdpHeader: return "bad UDP header";
+      case WireErrc::kNotRoce: return "not a RoCEv2 packet";
+      case WireErrc::kUnsupportedLinkType: return "unsupported link type";
+      case WireErrc::kBufferTooSmall: return "output buffer too small";
+      case WireErrc::kPayloadTooLarge: return "payload larger than 4096 bytes";
+    }
+    return "unknown wire error";
+  }
+};
+
+}  // namespace
+
+const std::error_category& wire_category() {
+  static const WireCategory category;
+  return category;
+}
+
+}  // namespace rocelab::wire

@@ -1,0 +1,48 @@
+// Whole frames: link layer + IP + UDP + RoCEv2 transport packet. Used by the pcap
+// reader and writer, `rocelab decode`, and the engine's pcap tap.
+#pragma once
+#include <cstddef>
+#include <span>
+
+#include "wire/error.h"
+#include "wire/ip_udp.h"
+#include "wire/packet.h"
+
+namespace rocelab::wire {
+
+// Link types (the libpcap DLT_/LINKTYPE_ values) that decode_frame understands.
+enum class LinkType : int {
+  kEthernet = 1,     // DLT_EN10MB
+  kRaw = 12,         // DLT_RAW on Linux (LINKTYPE_RAW is 101)
+  kRawLinktype = 101,
+  kLinuxSll = 113,   // tcpdump -i any (cooked v1)
+  kIpv4 = 228,
+  kIpv6 = 229,
+  kLinuxSll2 = 276,  // tcpdump -i any (cooked v2)
+};
+
+struct DecodedFrame {
+  IpUdpPacket ip;
+  RocePacket roce;
+  uint32_t icrc_computed = 0;
+  bool icrc_ok() const { return icrc_computed == roce.icrc; }
+};
+
+// Finds the IP packet inside a link-layer frame (Ethernet with up to two VLAN tags,
+// raw IP, Linux cooked SLL/SLL2). kNotRoce for non-IP frames.
+Result<std::span<const std::byte>> ip_from_link(int link_type, std::span<const std::byte> frame);
+
+// Decodes a frame: kNotRoce when it is not UDP to port 4791 (or is not IP at all);
+// transport errors from parse_roce otherwise. The ICRC is computed, not judged:
+// check icrc_ok().
+Result<DecodedFrame> decode_frame(int link_type, std::span<const std::byte> frame);
+
+// Builds IP + UDP + transport packet + ICRC into out (preceded by a synthesized
+// Ethernet header when with_ethernet). pad_count and the UDP/IP lengths are set
+// here. Returns the frame length.
+Result<size_t> build_frame(std::span<std::byte> out, const IpUdpInfo& ip, const RoceHeaders& h,
+                           std::span<const std::byte> payload, bool with_ethernet = true);
+
+inline constexpr size_t kMaxFrameLen = kEthHeaderLen + kIpv6HeaderLen + kUdpHeaderLen + kMaxRoceLen;
+
+}  // namespace rocelab::wire

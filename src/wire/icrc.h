@@ -1,0 +1,39 @@
+// The RoCEv2 Invariant CRC (IBTA annex A17.3.3, as rxe_icrc.c computes it).
+//
+// CRC-32 (the Ethernet polynomial, reflected) over:
+//   8 bytes of 0xFF       - stands in for the masked LRH of native InfiniBand
+//   the IP header          - IPv4: TOS, TTL and header checksum set to all ones;
+//                            IPv6: traffic class, flow label and hop limit all ones
+//   the UDP header         - checksum all ones
+//   the BTH                - byte 4 (FECN, BECN, reserved) all ones
+//   everything after the BTH up to the ICRC (extension headers, payload, pad)
+// The result (with the usual final inversion) is stored little-endian in the
+// packet's last 4 bytes. The IPv4 identification, flags and total length are NOT
+// masked: the sender must know the ID the kernel will put on the wire.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace rocelab::wire {
+
+// Incremental ICRC: start with the IP + UDP + BTH headers, then add the rest of
+// the packet piece by piece (a scatter list needs no copy).
+class IcrcAccumulator {
+ public:
+  // ip_udp: the IP header (ip_header_len bytes, options included) followed by the
+  // UDP header; bth: the 12-byte BTH.
+  IcrcAccumulator(const std::byte* ip_udp, size_t ip_header_len, const std::byte* bth);
+  void add(std::span<const std::byte> bytes);
+  uint32_t value() const { return crc_; }
+
+ private:
+  uint32_t crc_;
+};
+
+// ICRC of an IP packet that carries a RoCEv2 packet (IP header to the end of the
+// UDP payload, whose last 4 bytes are the ICRC slot and are not covered).
+// Precondition: the packet parsed with parse_ip_udp and parse_roce.
+uint32_t compute_icrc(std::span<const std::byte> ip_packet, size_t ip_header_len);
+
+}  // namespace rocelab::wire

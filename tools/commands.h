@@ -1,0 +1,13 @@
+// Each `rocelab` subcommand lives in its own cmd_*.cc and registers itself here.
+// A command's callback returns the process exit code through `exit_code`.
+#pragma once
+#include <CLI/CLI.hpp>
+
+namespace rocelab::tools {
+
+// Set by a subcommand's callback: the exit status of `rocelab`.
+int& exit_code();
+
+void register_decode(CLI::App& app);
+
+}  // namespace rocelab::tools
