@@ -1,0 +1,82 @@
+// The narrow interface between the verbs engine and whatever carries its
+// packets: real UDP sockets (udp_transport.h) or the simulated fabric
+// (sim_fabric.h). The engine builds whole RoCEv2 transport packets (BTH ..
+// ICRC) and hands them over in batches; the transport moves them and reports
+// what arrives. It also owns time: the UDP transport runs on the steady clock,
+// the simulated fabric on a virtual clock, so the engine never reads a clock
+// of its own (that is what makes a simulated run reproducible).
+#pragma once
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <system_error>
+
+#include "wire/ip_udp.h"
+
+namespace rocelab::emu {
+
+using Nanos = std::chrono::nanoseconds;  // time on the transport's clock
+
+// One datagram. On send: the IP/UDP fields the packet must leave with
+// (src/dst address, UDP source port, destination port 4791); the ICRC inside
+// payload was computed over exactly those, with IPv4 ID 0 and DF set. On
+// receive: what the packet arrived with (ip_id is 0 when it cannot be known).
+struct Datagram {
+  wire::IpUdpInfo ip;
+  std::span<const std::byte> payload;  // UDP payload: BTH .. ICRC
+};
+
+// Called for every received datagram. The payload is valid only during the call.
+using RecvHandler = std::function<void(const Datagram&)>;
+
+// A re-armable one-shot timer. Created once (per QP, per device), armed many
+// times: arming allocates nothing.
+class Timer {
+ public:
+  virtual ~Timer() = default;
+  virtual void arm_at(Nanos deadline) = 0;   // replaces any earlier deadline
+  virtual void cancel() = 0;
+  virtual bool armed() const = 0;
+};
+
+// Counters every transport keeps (the fault injector adds its own).
+struct TransportStats {
+  uint64_t tx_datagrams = 0, tx_bytes = 0, tx_batches = 0;
+  uint64_t rx_datagrams = 0, rx_bytes = 0, rx_batches = 0;
+  uint64_t tx_errors = 0;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  // The local address this transport receives on (UDP port 4791 on it).
+  virtual const wire::IpAddr& local_address() const = 0;
+
+  // Sends a batch. Datagrams to the same destination that follow one another
+  // may leave as one GSO super-datagram. Returns how many were handed to the
+  // network (a full socket buffer is not an error: the rest are dropped, as a
+  // NIC would drop them, and RC recovers).
+  virtual size_t send(std::span<const Datagram> batch) = 0;
+
+  // Delivers what has arrived to the handler without blocking; returns how many.
+  // Called by the threads that post and poll (the engine's progress model).
+  virtual size_t poll(const RecvHandler& handler, size_t max = 64) = 0;
+
+  // Blocks until a datagram may be ready, a timer is due, or wake() is called,
+  // at most until `deadline`. The engine's helper thread sleeps here: no spinning.
+  virtual void wait(Nanos deadline) = 0;
+  virtual void wake() = 0;
+
+  // The transport's clock and timers. Timer callbacks run inside poll() or
+  // wait() of this transport, on the calling thread.
+  virtual Nanos now() const = 0;
+  virtual std::unique_ptr<Timer> make_timer(std::function<void()> on_expiry) = 0;
+
+  virtual TransportStats stats() const = 0;
+};
+
+}  // namespace rocelab::emu
