@@ -62,17 +62,23 @@ class Transport {
   // NIC would drop them, and RC recovers).
   virtual size_t send(std::span<const Datagram> batch) = 0;
 
-  // Delivers what has arrived to the handler without blocking; returns how many.
+  // Runs the callbacks of due timers, then delivers what has arrived to the
+  // handler, without blocking; returns how many datagrams it delivered.
   // Called by the threads that post and poll (the engine's progress model).
+  // The engine serializes send(), poll(), make_timer() and Timer::arm_at/cancel
+  // (it holds its device lock around them).
   virtual size_t poll(const RecvHandler& handler, size_t max = 64) = 0;
 
   // Blocks until a datagram may be ready, a timer is due, or wake() is called,
-  // at most until `deadline`. The engine's helper thread sleeps here: no spinning.
+  // at most until `deadline`; runs no callbacks itself (the caller then takes the
+  // engine lock and calls poll()). The engine's helper thread sleeps here: no
+  // spinning. wait() and wake() may be called concurrently with everything else.
+  // On the simulated fabric wait() advances the virtual clock instead of sleeping.
   virtual void wait(Nanos deadline) = 0;
   virtual void wake() = 0;
 
-  // The transport's clock and timers. Timer callbacks run inside poll() or
-  // wait() of this transport, on the calling thread.
+  // The transport's clock and timers. Timer callbacks run inside poll(), on the
+  // calling thread.
   virtual Nanos now() const = 0;
   virtual std::unique_ptr<Timer> make_timer(std::function<void()> on_expiry) = 0;
 
