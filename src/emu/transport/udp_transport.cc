@@ -42,6 +42,12 @@ constexpr size_t kCmsgBytes = 128;
 constexpr int64_t kNoDeadline = INT64_MAX;
 constexpr int64_t kNotSleeping = INT64_MIN;
 
+// Control-message space, aligned as the kernel's CMSG macros expect.
+struct alignas(cmsghdr) CmsgBuf {
+  std::byte bytes[kCmsgBytes];
+  std::byte* data() { return bytes; }
+};
+
 std::error_code last_error() { return {errno, std::system_category()}; }
 
 socklen_t to_sockaddr(const wire::IpAddr& a, uint16_t port, sockaddr_storage& ss) {
@@ -151,7 +157,7 @@ struct UdpTransport::Impl {
   std::vector<mmsghdr> rx_msgs;
   std::vector<iovec> rx_iov;
   std::vector<sockaddr_storage> rx_from;
-  std::vector<std::array<std::byte, kCmsgBytes>> rx_cmsg;
+  std::vector<CmsgBuf> rx_cmsg;
   size_t rx_count = 0, rx_next = 0;  // messages received, next message to start
   size_t cur_off = 0, cur_len = 0, cur_seg = 0;  // segments of the current message
   bool cur_pending = false;  // the current message has segments left to deliver
@@ -162,7 +168,7 @@ struct UdpTransport::Impl {
   std::array<mmsghdr, kTxMsgs> tx_msgs{};
   std::array<iovec, kTxMsgs * kMaxGsoSegments> tx_iov{};
   std::array<sockaddr_storage, kTxMsgs> tx_to{};
-  std::array<std::array<std::byte, kCmsgBytes>, kTxMsgs> tx_cmsg{};
+  std::array<CmsgBuf, kTxMsgs> tx_cmsg{};
   std::array<size_t, kTxMsgs> tx_count{};  // datagrams per message
 
   Result<int> send_fd(uint16_t port);
@@ -291,14 +297,17 @@ bool same_endpoint(const wire::IpUdpInfo& a, const wire::IpUdpInfo& b) {
          a.ttl == b.ttl;
 }
 
+// Appends one control message at offset msg_controllen of m.msg_control (which
+// has room for kCmsgBytes).
 template <typename T>
-void put_cmsg(msghdr& m, cmsghdr*& c, int level, int type, T value) {
+void put_cmsg(msghdr& m, int level, int type, T value) {
+  auto* c = reinterpret_cast<cmsghdr*>(static_cast<std::byte*>(m.msg_control) + m.msg_controllen);
+  std::memset(c, 0, CMSG_SPACE(sizeof(T)));
   c->cmsg_level = level;
   c->cmsg_type = type;
   c->cmsg_len = CMSG_LEN(sizeof(T));
   std::memcpy(CMSG_DATA(c), &value, sizeof(T));
   m.msg_controllen += CMSG_SPACE(sizeof(T));
-  c = CMSG_NXTHDR(&m, c);
 }
 
 }  // namespace
@@ -335,16 +344,14 @@ size_t UdpTransport::Impl::send_run(int fd, std::span<const Datagram> run) {
       m.msg_iov = &tx_iov[niov];
       m.msg_iovlen = segs;
       m.msg_control = tx_cmsg[nmsg].data();
-      m.msg_controllen = kCmsgBytes;
-      cmsghdr* c = CMSG_FIRSTHDR(&m);
       m.msg_controllen = 0;
-      if (segs > 1) put_cmsg<uint16_t>(m, c, SOL_UDP, UDP_SEGMENT, static_cast<uint16_t>(d.payload.size()));
+      if (segs > 1) put_cmsg<uint16_t>(m, SOL_UDP, UDP_SEGMENT, static_cast<uint16_t>(d.payload.size()));
       if (d.ip.dst.v6) {
-        if (d.ip.tclass != 0) put_cmsg<int>(m, c, IPPROTO_IPV6, IPV6_TCLASS, d.ip.tclass);
-        if (d.ip.ttl != 64) put_cmsg<int>(m, c, IPPROTO_IPV6, IPV6_HOPLIMIT, d.ip.ttl);
+        if (d.ip.tclass != 0) put_cmsg<int>(m, IPPROTO_IPV6, IPV6_TCLASS, d.ip.tclass);
+        if (d.ip.ttl != 64) put_cmsg<int>(m, IPPROTO_IPV6, IPV6_HOPLIMIT, d.ip.ttl);
       } else {
-        if (d.ip.tclass != 0) put_cmsg<uint8_t>(m, c, IPPROTO_IP, IP_TOS, d.ip.tclass);
-        if (d.ip.ttl != 64) put_cmsg<int>(m, c, IPPROTO_IP, IP_TTL, d.ip.ttl);
+        if (d.ip.tclass != 0) put_cmsg<int>(m, IPPROTO_IP, IP_TOS, d.ip.tclass);
+        if (d.ip.ttl != 64) put_cmsg<int>(m, IPPROTO_IP, IP_TTL, d.ip.ttl);
       }
       if (m.msg_controllen == 0) m.msg_control = nullptr;
       tx_count[nmsg] = segs;
