@@ -143,7 +143,8 @@ void register_decode(CLI::App& app) {
       if (o->json) {
         for (const std::string& line : summary.json()) out_line(line);
       } else {
-        out_line(summary.text());
+        const std::string text = summary.text();
+        std::fwrite(text.data(), 1, text.size(), stdout);
       }
     }
     std::fflush(stdout);

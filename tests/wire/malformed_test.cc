@@ -107,6 +107,29 @@ TEST(Malformed, PadCountLargerThanBody) {
   EXPECT_EQ(p.error(), make_error_code(WireErrc::kBadPadCount));
 }
 
+// Opcodes without a payload end with their headers: extra bytes are an error,
+// not something to ignore; the encoder refuses to make them.
+TEST(Malformed, PayloadOnOpcodesThatCarryNone) {
+  int checked = 0;
+  for (const OpInfo& info : opcode_table()) {
+    if (!info.valid || info.is(OpClass::kPayload)) continue;
+    ++checked;
+    RoceHeaders h;
+    h.bth.opcode = info.code;
+    std::vector<std::byte> buf(kMaxRoceLen);
+    const std::byte extra[4] = {};
+    EXPECT_EQ(encode_roce(buf, h, extra).error(), make_error_code(WireErrc::kUnexpectedPayload));
+    auto hlen = encode_headers(buf, h);
+    ASSERT_TRUE(hlen);
+    auto len = Result<size_t>(*hlen + sizeof extra + kIcrcLen);  // 4 stray bytes, then the ICRC
+    auto p = parse_roce(std::span(buf).first(*len));
+    ASSERT_FALSE(p) << info.name;
+    EXPECT_EQ(p.error(), make_error_code(WireErrc::kUnexpectedPayload)) << info.name;
+    EXPECT_TRUE(parse_roce(std::span(buf).first(info.header_bytes() + kIcrcLen))) << info.name;
+  }
+  EXPECT_EQ(checked, 5 + 5 + 1);  // RC and XRC: READ Request, ACK, ATOMIC ACK, 2 atomics; CNP
+}
+
 // An IP header that lies about its lengths, on a packet to port 4791.
 TEST(Malformed, InconsistentIpUdpLengths) {
   auto f = frame_for(op_info(op::kRcSendOnly));
