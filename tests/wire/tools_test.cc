@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "wire/frame.h"
+#include "wire/ib_native.h"
 #include "wire/pcap_reader.h"
 #include "wire/pcap_writer.h"
 
@@ -234,6 +235,41 @@ TEST(Tshark, AgreesOnTheRealCaptures) {
     }
   }
   EXPECT_EQ(compared, 12 + 12 + 105 + 1 + 1);
+}
+
+// Native InfiniBand in ERF: Wireshark and decode_ib read the same BTH and DETH.
+TEST(Tshark, AgreesOnNativeInfiniband) {
+  const std::string path = std::string(ROCELAB_SHARED_DIR) +
+                           "/traces/public/srinivaskoritala_infiniband.pcap";
+  auto reader = PcapReader::open(path);
+  ASSERT_TRUE(reader);
+  const auto rows = tshark_rows(path);
+  size_t frame = 0;
+  for (;;) {
+    auto f = reader->next();
+    ASSERT_TRUE(f);
+    if (!f->has_value()) break;
+    const auto& c = rows.at(frame++);
+    auto rec = parse_erf((*f)->data);
+    ASSERT_TRUE(rec);
+    auto ib = decode_ib(rec->payload);
+    ASSERT_TRUE(ib) << "frame " << frame;
+    const RoceHeaders& h = ib->roce.hdr;
+    EXPECT_EQ(num(c[kOpcode]), h.bth.opcode) << "frame " << frame;
+    EXPECT_EQ(num(c[kDestQp]), h.bth.dest_qpn.value()) << "frame " << frame;
+    EXPECT_EQ(num(c[kPsn]), h.bth.psn.value()) << "frame " << frame;
+    EXPECT_EQ(num(c[kA]), h.bth.ack_req) << "frame " << frame;
+    EXPECT_EQ(num(c[kCrc]), bswap(ib->roce.icrc)) << "frame " << frame;
+    if (h.info().carries(Hdr::kDeth)) {
+      EXPECT_EQ(num(c[kQkey]), h.deth.qkey) << "frame " << frame;
+      EXPECT_EQ(num(c[kSrcQp]), h.deth.src_qpn.value()) << "frame " << frame;
+    }
+    if (h.info().carries(Hdr::kAeth)) {
+      EXPECT_EQ(num(c[kSyndrome]), h.aeth.syndrome) << "frame " << frame;
+      EXPECT_EQ(num(c[kMsn]), h.aeth.msn) << "frame " << frame;
+    }
+  }
+  EXPECT_EQ(frame, 43u);
 }
 
 // scapy.contrib.roce computes every ICRC of traces/opcodes.pcap as we do.
