@@ -55,11 +55,19 @@ ErfResult decode_erf(std::span<const std::byte> frame) {
   }
   if (rec->type == wire::kErfTypeInfiniband) {
     auto ib = wire::decode_ib(rec->payload);
-    if (ib) r.ib = *ib; else r.error = ib.error();
+    if (ib) {
+      r.ib = *ib;
+    } else {
+      r.error = ib.error();
+    }
   } else if (rec->type == wire::kErfTypeEthernet && rec->payload.size() >= wire::kErfEthPadLen) {
     auto d = wire::decode_frame(static_cast<int>(wire::LinkType::kEthernet),
                                 rec->payload.subspan(wire::kErfEthPadLen));
-    if (d) r.eth = *d; else r.error = d.error();
+    if (d) {
+      r.eth = *d;
+    } else {
+      r.error = d.error();
+    }
   } else {
     r.error = wire::WireErrc::kNotRoce;
   }

@@ -358,6 +358,22 @@ TEST(Cli, UnreadableFilesExit2) {
   ::unlink(text.c_str());
 }
 
+// A capture cut in the middle of a record: the frames before the cut are
+// decoded, then one line names the file and the exit status is 2.
+TEST(Cli, DamagedCaptureExits2AfterTheGoodFrames) {
+  const std::string cut = temp_path("cut.pcap");
+  const std::string whole = slurp(kOpcodesPcap);
+  // pcap header 24 bytes, then frame 1: record header 16 + 94 bytes; cut inside frame 2.
+  std::ofstream(cut, std::ios::binary) << whole.substr(0, 24 + 16 + 94 + 16 + 10);
+  Output r = run(quote(kRocelab) + " decode " + quote(cut));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(split(r.out, '\n').size(), 2u) << r.out;  // frame 1 and the file line
+  EXPECT_NE(r.out.find("RC SEND First QP=0x000012 PSN=1000"), std::string::npos);
+  EXPECT_EQ(split(r.err, '\n').size(), 1u) << r.err;
+  EXPECT_NE(r.err.find(cut + ": damaged capture after frame 1"), std::string::npos) << r.err;
+  ::unlink(cut.c_str());
+}
+
 // A bad ICRC and a malformed packet each print their line, are counted, do not
 // stop decoding, and make the exit status 1. An SLL2 capture, like `tcpdump -i any`.
 TEST(Cli, BadIcrcAndMalformedPacketsExit1) {
