@@ -23,7 +23,7 @@ constexpr const char* kExitCodes =
     "Exit codes:\n"
     "  0  every file was read, every RoCEv2 packet decoded with a good ICRC\n"
     "  1  every file was read, but some RoCEv2 packet was malformed or had a BAD ICRC\n"
-    "  2  some file could not be read as a capture (or the command line was wrong)\n"
+    "  2  some file could not be read as a capture (or the command line was wrong)\n\n"
     "Packets that are not UDP to port 4791 are counted and skipped; so are the\n"
     "frames of link types other than Ethernet, raw IP, Linux SLL/SLL2 and ERF.\n"
     "ERF captures of native InfiniBand (LRH [GRH] BTH ... ICRC VCRC) are decoded\n"
