@@ -9,5 +9,6 @@ namespace rocelab::tools {
 int& exit_code();
 
 void register_decode(CLI::App& app);
+void register_opcodes(CLI::App& app);
 
 }  // namespace rocelab::tools
