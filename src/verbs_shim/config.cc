@@ -81,15 +81,6 @@ std::optional<ShimConfig> parse_config(EnvLookup lookup, std::string& error) {
     }
   }
 
-  if ((v = lookup("ROCELAB_UDP_PORT")) != nullptr && *v != '\0') {
-    auto port = parse_u32(v);
-    if (!port || *port == 0 || *port > 65535) {
-      error = bad("ROCELAB_UDP_PORT", v, "need a port number 1..65535");
-      return std::nullopt;
-    }
-    cfg.udp_port = static_cast<uint16_t>(*port);
-  }
-
   if ((v = lookup("ROCELAB_MTU")) != nullptr && *v != '\0') {
     auto mtu = parse_u32(v);
     if (!mtu || (*mtu != 256 && *mtu != 512 && *mtu != 1024 && *mtu != 2048 && *mtu != 4096)) {

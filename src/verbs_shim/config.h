@@ -20,7 +20,6 @@ struct EnvVar {
 inline constexpr EnvVar kEnvVars[] = {
     {"ROCELAB_DEVICES", "comma-separated emulated device names (default rocelab0)"},
     {"ROCELAB_IP", "comma-separated IPv4 addresses, one per device (default: first free 127.0.0.x)"},
-    {"ROCELAB_UDP_PORT", "UDP port the devices send to and listen on (default 4791)"},
     {"ROCELAB_MTU", "path MTU of the emulated port: 256, 512, 1024, 2048 or 4096 (default 1024)"},
     {"ROCELAB_PCAP", "write every RoCEv2 packet sent and received to this pcap file"},
     {"ROCELAB_EVENTS", "write the engine's event log (protobuf) to this file"},
@@ -36,7 +35,6 @@ struct DeviceConfig {
 
 struct ShimConfig {
   std::vector<DeviceConfig> devices;
-  uint16_t udp_port = 4791;
   uint32_t mtu = 1024;  // bytes; one of the IBTA path MTUs
   std::string pcap_path;
   std::string events_path;
