@@ -10,6 +10,7 @@ namespace rocelab::tools {
 int& exit_code();
 
 void register_decode(CLI::App& app);
+void register_opcodes(CLI::App& app);
 void register_run(CLI::App& app);
 void register_devices(CLI::App& app);
 

@@ -1,0 +1,203 @@
+#include "emu/transport/sim_fabric.h"
+
+#include <algorithm>
+#include <atomic>
+#include <utility>
+
+#include "emu/transport/timer_queue.h"
+
+namespace rocelab::emu {
+
+namespace {
+constexpr size_t kMaxUdpPayload = 65507;
+constexpr size_t kEthOverhead = wire::kEthHeaderLen + 4;  // header + FCS, for serialization
+constexpr size_t kBufferReserve = 4096 + 128;  // one MTU-sized RoCE packet
+}  // namespace
+
+// One port: the transport of one attached address.
+class SimPort final : public Transport {
+ public:
+  SimPort(SimFabric& fabric, const wire::IpAddr& addr) : fabric_(fabric), addr_(addr) {}
+  ~SimPort() override {
+    for (const Arrival& a : arrivals_) {
+      fabric_.give_back(a.buf);
+      ++fabric_.stats_.dropped_detached;
+    }
+    fabric_.detach(this);
+  }
+
+  const wire::IpAddr& local_address() const override { return addr_; }
+
+  size_t send(std::span<const Datagram> batch) override {
+    ++stats_.tx_batches;
+    size_t sent = 0;
+    for (const Datagram& d : batch) {
+      if (d.payload.size() > kMaxUdpPayload) {
+        ++stats_.tx_errors;
+        ++fabric_.stats_.dropped_oversize;
+        continue;
+      }
+      ++stats_.tx_datagrams;
+      stats_.tx_bytes += d.payload.size();
+      ++sent;
+      Nanos depart = fabric_.now_;
+      if (fabric_.cfg_.link_bits_per_sec != 0) {
+        const uint64_t bits =
+            8 * (d.payload.size() + wire::ip_udp_header_len(d.ip.dst.v6) + kEthOverhead);
+        depart = std::max(depart, busy_until_) +
+                 Nanos(bits * 1'000'000'000ull / fabric_.cfg_.link_bits_per_sec);
+        busy_until_ = depart;
+      }
+      SimPort* dst = fabric_.find(d.ip.dst);
+      if (dst == nullptr) {
+        ++fabric_.stats_.dropped_no_port;
+        continue;
+      }
+      dst->arrive({depart + fabric_.cfg_.latency, fabric_.next_seq_++,
+                   fabric_.take_buffer(d.payload), static_cast<uint32_t>(d.payload.size()), d.ip});
+    }
+    return sent;
+  }
+
+  size_t poll(const RecvHandler& handler, size_t max) override {
+    timers_.run_due(fabric_.now_);
+    size_t n = 0;
+    while (n < max && !arrivals_.empty() && arrivals_.front().at <= fabric_.now_) {
+      std::pop_heap(arrivals_.begin(), arrivals_.end(), later);
+      const Arrival a = arrivals_.back();
+      arrivals_.pop_back();
+      Datagram d{a.ip, fabric_.bytes(a.buf, a.len)};
+      ++stats_.rx_datagrams;
+      stats_.rx_bytes += a.len;
+      ++fabric_.stats_.delivered;
+      ++n;
+      handler(d);  // may send, even to this port
+      fabric_.give_back(a.buf);
+    }
+    if (n != 0) ++stats_.rx_batches;
+    return n;
+  }
+
+  void wait(Nanos deadline) override {
+    if (woken_.exchange(false)) return;
+    fabric_.advance(deadline);
+  }
+  void wake() override { woken_.store(true); }
+
+  Nanos now() const override { return fabric_.now_; }
+  std::unique_ptr<Timer> make_timer(std::function<void()> on_expiry) override {
+    return timers_.make_timer(std::move(on_expiry));
+  }
+  TransportStats stats() const override { return stats_; }
+
+  Nanos next_event() {
+    Nanos t = timers_.next_deadline();
+    if (!arrivals_.empty()) t = std::min(t, arrivals_.front().at);
+    return t;
+  }
+  size_t pending() const { return arrivals_.size(); }
+
+ private:
+  struct Arrival {
+    Nanos at;
+    uint64_t seq;  // send order: breaks ties between equal arrival times
+    uint32_t buf, len;
+    wire::IpUdpInfo ip;
+  };
+  static bool later(const Arrival& a, const Arrival& b) {
+    return a.at != b.at ? a.at > b.at : a.seq > b.seq;
+  }
+  void arrive(const Arrival& a) {
+    arrivals_.push_back(a);
+    std::push_heap(arrivals_.begin(), arrivals_.end(), later);
+  }
+
+  SimFabric& fabric_;
+  wire::IpAddr addr_;
+  TimerQueue timers_;
+  std::vector<Arrival> arrivals_;  // a heap, earliest on top
+  Nanos busy_until_{0};
+  std::atomic<bool> woken_{false};
+  TransportStats stats_;
+};
+
+SimFabric::SimFabric(SimFabricConfig cfg) : cfg_(cfg), now_(cfg.start) {}
+
+SimFabric::~SimFabric() = default;
+
+std::unique_ptr<Transport> SimFabric::attach(const wire::IpAddr& addr) {
+  if (find(addr) != nullptr) return nullptr;
+  auto port = std::make_unique<SimPort>(*this, addr);
+  ports_.push_back(port.get());
+  return port;
+}
+
+SimPort* SimFabric::find(const wire::IpAddr& addr) const {
+  for (SimPort* p : ports_) {
+    if (p->local_address() == addr) return p;
+  }
+  return nullptr;
+}
+
+void SimFabric::detach(SimPort* port) { std::erase(ports_, port); }
+
+uint32_t SimFabric::take_buffer(std::span<const std::byte> payload) {
+  uint32_t b;
+  if (!free_buffers_.empty()) {
+    b = free_buffers_.back();
+    free_buffers_.pop_back();
+  } else {
+    b = static_cast<uint32_t>(buffers_.size());
+    buffers_.emplace_back().reserve(kBufferReserve);
+  }
+  buffers_[b].assign(payload.begin(), payload.end());
+  return b;
+}
+
+void SimFabric::give_back(uint32_t buf) { free_buffers_.push_back(buf); }
+
+std::span<const std::byte> SimFabric::bytes(uint32_t buf, uint32_t len) const {
+  return std::span(buffers_[buf]).first(len);
+}
+
+Nanos SimFabric::next_event() const {
+  Nanos t = Nanos::max();
+  for (SimPort* p : ports_) t = std::min(t, p->next_event());
+  return t;
+}
+
+size_t SimFabric::in_flight() const {
+  size_t n = 0;
+  for (SimPort* p : ports_) n += p->pending();
+  return n;
+}
+
+Nanos SimFabric::advance(Nanos deadline) {
+  const Nanos target = std::min(next_event(), deadline);
+  if (target > now_) now_ = target;
+  return now_;
+}
+
+bool SimFabric::run_until(const std::function<bool()>& done, Nanos deadline,
+                          const std::function<void()>& step) {
+  // How often step() may leave the clock stuck on a due event before we give up.
+  constexpr int kMaxStuck = 100000;
+  int stuck = 0;
+  for (;;) {
+    step();
+    if (done()) return true;
+    const Nanos next = next_event();
+    if (next > deadline) {
+      if (deadline > now_) now_ = deadline;
+      return false;
+    }
+    if (next <= now_) {
+      if (++stuck > kMaxStuck) return false;
+    } else {
+      stuck = 0;
+    }
+    advance(deadline);
+  }
+}
+
+}  // namespace rocelab::emu

@@ -1,0 +1,99 @@
+// The simulated fabric: an in-memory network with a virtual clock, for
+// deterministic tests and the protocol simulator. Single-threaded: the fabric
+// and every transport attached to it are driven from one thread (wake() alone
+// may be called from anywhere).
+//
+// A datagram sent at virtual time t by port S arrives at its destination port at
+//   depart + latency, where depart = max(t, S's link busy-until) + frame_bits / rate
+// (no serialization delay when link_bits_per_sec is 0). It is delivered by the
+// destination's poll() once the clock has reached that time. Payloads are copied
+// into fabric-owned, reused buffers at send(). Events due at the same time are
+// delivered in the order they were sent; timers fire by deadline, then in the
+// order they were armed. There is no randomness in the fabric itself: the same
+// sequence of calls produces the same sequence of events (seeded faults come
+// from FaultInjector, layered on top).
+//
+// Time only moves in wait() / advance(): to the earliest pending event of the
+// WHOLE fabric (every port's deliveries and timers) or the deadline, whichever
+// is first — so one loop that polls every port and then waits on any of them
+// drives all devices of a simulation. An event that is already due but not yet
+// polled holds the clock where it is.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "emu/transport/transport.h"
+#include "wire/ip_udp.h"
+
+namespace rocelab::emu {
+
+struct SimFabricConfig {
+  Nanos latency{1000};             // one-way propagation delay, every path
+  uint64_t link_bits_per_sec = 0;  // per sending port; 0 = infinitely fast links
+  Nanos start{0};                  // the virtual clock's initial value
+};
+
+// Counters of the fabric as a whole (each port keeps its TransportStats).
+struct SimFabricStats {
+  uint64_t delivered = 0;
+  uint64_t dropped_no_port = 0;   // sent to an address nobody has attached
+  uint64_t dropped_oversize = 0;  // payload larger than a UDP datagram can be
+  uint64_t dropped_detached = 0;  // still in flight when its destination detached
+};
+
+class SimPort;
+
+class SimFabric {
+ public:
+  explicit SimFabric(SimFabricConfig cfg = {});
+  ~SimFabric();
+  SimFabric(const SimFabric&) = delete;
+  SimFabric& operator=(const SimFabric&) = delete;
+
+  // A transport receiving on addr. nullptr if addr is already attached. The
+  // transport must not outlive the fabric; destroying it detaches the address.
+  std::unique_ptr<Transport> attach(const wire::IpAddr& addr);
+
+  Nanos now() const { return now_; }
+  const SimFabricConfig& config() const { return cfg_; }
+  SimFabricStats stats() const { return stats_; }
+
+  // The time of the earliest pending event (delivery or armed timer) on any
+  // port, or Nanos::max() when nothing is pending.
+  Nanos next_event() const;
+  // Datagrams sent and not yet delivered.
+  size_t in_flight() const;
+
+  // Moves the clock forward to min(next_event(), deadline); never backwards.
+  // Returns the new time.
+  Nanos advance(Nanos deadline);
+
+  // Drives a simulation: repeatedly calls step() (which must poll every port
+  // of interest), stops with true as soon as done() holds, otherwise advances
+  // the clock to the next event. Returns false when the next event lies beyond
+  // `deadline` (the clock is then left at `deadline`) or when the clock stops
+  // moving because step() leaves due events unpolled.
+  bool run_until(const std::function<bool()>& done, Nanos deadline,
+                 const std::function<void()>& step);
+
+ private:
+  friend class SimPort;
+  struct Buffer;
+  SimPort* find(const wire::IpAddr& addr) const;
+  uint32_t take_buffer(std::span<const std::byte> payload);
+  void give_back(uint32_t buf);
+  std::span<const std::byte> bytes(uint32_t buf, uint32_t len) const;
+  void detach(SimPort* port);
+
+  SimFabricConfig cfg_;
+  Nanos now_;
+  uint64_t next_seq_ = 0;
+  std::vector<SimPort*> ports_;
+  std::vector<std::vector<std::byte>> buffers_;
+  std::vector<uint32_t> free_buffers_;
+  SimFabricStats stats_;
+};
+
+}  // namespace rocelab::emu

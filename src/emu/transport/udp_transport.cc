@@ -1,0 +1,548 @@
+#include "emu/transport/udp_transport.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/udp.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <vector>
+
+#include "emu/transport/timer_queue.h"
+#include "wire/packet.h"
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+
+namespace rocelab::emu {
+
+namespace asio = boost::asio;
+using asio::ip::udp;
+
+namespace {
+
+constexpr size_t kRxSlotBytes = 65536;   // a GRO super-datagram fits
+constexpr size_t kMaxGsoSegments = 64;   // UDP_MAX_SEGMENTS on older kernels
+constexpr size_t kMaxGsoBytes = 65000;   // below the 16-bit IP/UDP length limits
+constexpr size_t kTxMsgs = 64;           // messages per sendmmsg
+constexpr size_t kCmsgBytes = 128;
+constexpr int64_t kNoDeadline = INT64_MAX;
+constexpr int64_t kNotSleeping = INT64_MIN;
+
+// Control-message space, aligned as the kernel's CMSG macros expect.
+struct alignas(cmsghdr) CmsgBuf {
+  std::byte bytes[kCmsgBytes];
+  std::byte* data() { return bytes; }
+};
+
+std::error_code last_error() { return {errno, std::system_category()}; }
+
+socklen_t to_sockaddr(const wire::IpAddr& a, uint16_t port, sockaddr_storage& ss) {
+  std::memset(&ss, 0, sizeof ss);
+  if (a.v6) {
+    auto* s6 = reinterpret_cast<sockaddr_in6*>(&ss);
+    s6->sin6_family = AF_INET6;
+    s6->sin6_port = htons(port);
+    std::memcpy(&s6->sin6_addr, a.b.data(), 16);
+    return sizeof(sockaddr_in6);
+  }
+  auto* s4 = reinterpret_cast<sockaddr_in*>(&ss);
+  s4->sin_family = AF_INET;
+  s4->sin_port = htons(port);
+  std::memcpy(&s4->sin_addr, a.b.data(), 4);
+  return sizeof(sockaddr_in);
+}
+
+void from_sockaddr(const sockaddr_storage& ss, wire::IpAddr& a, uint16_t& port) {
+  if (ss.ss_family == AF_INET6) {
+    const auto* s6 = reinterpret_cast<const sockaddr_in6*>(&ss);
+    a.v6 = true;
+    std::memcpy(a.b.data(), &s6->sin6_addr, 16);
+    port = ntohs(s6->sin6_port);
+  } else {
+    const auto* s4 = reinterpret_cast<const sockaddr_in*>(&ss);
+    a = wire::IpAddr{};
+    std::memcpy(a.b.data(), &s4->sin_addr, 4);
+    port = ntohs(s4->sin_port);
+  }
+}
+
+void set_buffer(int fd, int force_opt, int opt, int bytes) {
+  if (setsockopt(fd, SOL_SOCKET, force_opt, &bytes, sizeof bytes) != 0) {
+    setsockopt(fd, SOL_SOCKET, opt, &bytes, sizeof bytes);  // best effort without CAP_NET_ADMIN
+  }
+}
+
+int set_int(int fd, int level, int opt, int v) { return setsockopt(fd, level, opt, &v, sizeof v); }
+
+// A non-blocking UDP socket bound to (addr, port).
+Result<int> bind_udp(const wire::IpAddr& addr, uint16_t port) {
+  int fd = ::socket(addr.v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return last_error();
+  sockaddr_storage ss;
+  socklen_t len = to_sockaddr(addr, port, ss);
+  if (addr.v6) set_int(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0) {
+    std::error_code ec = last_error();
+    ::close(fd);
+    return ec;
+  }
+  return fd;
+}
+
+}  // namespace
+
+RxSocket& RxSocket::operator=(RxSocket&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = o.fd_;
+    addr_ = o.addr_;
+    o.fd_ = -1;
+  }
+  return *this;
+}
+
+RxSocket::~RxSocket() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Result<RxSocket> bind_rx_socket(const wire::IpAddr& addr) {
+  auto fd = bind_udp(addr, wire::kRoceV2Port);
+  if (!fd) return fd.error();
+  return RxSocket(*fd, addr);
+}
+
+Result<RxSocket> allocate_loopback_address(uint8_t first) {
+  for (unsigned x = std::max<unsigned>(first, 1); x <= 254; ++x) {
+    auto s = bind_rx_socket(wire::IpAddr::v4(127, 0, 0, static_cast<uint8_t>(x)));
+    if (s) return s;
+    if (s.error() != std::errc::address_in_use) return s.error();
+  }
+  return std::make_error_code(std::errc::address_in_use);
+}
+
+struct UdpTransport::Impl {
+  UdpTransportConfig cfg;
+  wire::IpAddr local;
+  asio::io_context io{1};
+  udp::socket rx{io};
+  asio::posix::stream_descriptor wake_fd{io};
+  asio::steady_timer sleep_timer{io};
+  TimerQueue timers;
+  std::atomic<int64_t> timer_hint{kNoDeadline};   // earliest armed timer (may be early)
+  std::atomic<int64_t> sleeping_until{kNotSleeping};
+  std::atomic<bool> rx_backlog{false};  // poll() left received datagrams undelivered
+  TransportStats stats;
+  UdpStats ustats;
+
+  // Send sockets, one per reserved source port.
+  std::deque<udp::socket> send_socks;
+  std::vector<int32_t> sock_of_port = std::vector<int32_t>(0x10000 - kFirstSourcePort, -1);
+
+  // Receive state: recvmmsg slots and the position of the next segment to deliver.
+  std::vector<std::byte> rx_buf;
+  std::vector<mmsghdr> rx_msgs;
+  std::vector<iovec> rx_iov;
+  std::vector<sockaddr_storage> rx_from;
+  std::vector<CmsgBuf> rx_cmsg;
+  size_t rx_count = 0, rx_next = 0;  // messages received, next message to start
+  size_t cur_off = 0, cur_len = 0, cur_seg = 0;  // segments of the current message
+  bool cur_pending = false;  // the current message has segments left to deliver
+  std::byte* cur_base = nullptr;
+  wire::IpUdpInfo cur_ip;
+
+  // Send scratch (sized once).
+  std::array<mmsghdr, kTxMsgs> tx_msgs{};
+  std::array<iovec, kTxMsgs * kMaxGsoSegments> tx_iov{};
+  std::array<sockaddr_storage, kTxMsgs> tx_to{};
+  std::array<CmsgBuf, kTxMsgs> tx_cmsg{};
+  std::array<size_t, kTxMsgs> tx_count{};  // datagrams per message
+
+  Result<int> send_fd(uint16_t port);
+  bool start_message();
+  size_t send_run(int fd, std::span<const Datagram> run);
+};
+
+Result<int> UdpTransport::Impl::send_fd(uint16_t port) {
+  if (port < kFirstSourcePort) return std::make_error_code(std::errc::invalid_argument);
+  int32_t& idx = sock_of_port[port - kFirstSourcePort];
+  if (idx >= 0) return send_socks[static_cast<size_t>(idx)].native_handle();
+  auto fd = bind_udp(local, port);
+  if (!fd) return fd.error();
+  if (local.v6) {
+    set_int(*fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, IPV6_PMTUDISC_DO);
+  } else {
+    // DF set and, on an unconnected socket, IPv4 ID 0 (ip_select_ident_segs):
+    // the header the ICRC was computed over.
+    set_int(*fd, IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO);
+  }
+  set_buffer(*fd, SO_SNDBUFFORCE, SO_SNDBUF, cfg.socket_buffer_bytes);
+  boost::system::error_code ec;
+  send_socks.emplace_back(io);
+  send_socks.back().assign(local.v6 ? udp::v6() : udp::v4(), *fd, ec);
+  if (ec) {
+    send_socks.pop_back();
+    ::close(*fd);
+    return std::error_code(ec.value(), std::system_category());
+  }
+  idx = static_cast<int32_t>(send_socks.size() - 1);
+  return *fd;
+}
+
+Result<std::unique_ptr<UdpTransport>> UdpTransport::open(const wire::IpAddr& local,
+                                                        const UdpTransportConfig& cfg) {
+  auto rx = bind_rx_socket(local);
+  if (!rx) return rx.error();
+  return open(std::move(*rx), cfg);
+}
+
+Result<std::unique_ptr<UdpTransport>> UdpTransport::open(RxSocket rx_sock,
+                                                        const UdpTransportConfig& cfg) {
+  if (rx_sock.fd() < 0) return std::make_error_code(std::errc::bad_file_descriptor);
+  auto impl = std::make_unique<Impl>();
+  impl->cfg = cfg;
+  impl->cfg.rx_batch = std::clamp<size_t>(cfg.rx_batch, 1, 1024);
+  impl->local = rx_sock.address();
+  const int fd = rx_sock.fd();
+  set_buffer(fd, SO_RCVBUFFORCE, SO_RCVBUF, cfg.socket_buffer_bytes);
+  if (impl->local.v6) {
+    set_int(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1);
+    set_int(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, 1);
+    set_int(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1);
+  } else {
+    set_int(fd, IPPROTO_IP, IP_PKTINFO, 1);
+    set_int(fd, IPPROTO_IP, IP_RECVTTL, 1);
+    set_int(fd, IPPROTO_IP, IP_RECVTOS, 1);
+  }
+  if (cfg.gro) set_int(fd, IPPROTO_UDP, UDP_GRO, 1);  // older kernels: plain datagrams
+
+  boost::system::error_code ec;
+  impl->rx.assign(impl->local.v6 ? udp::v6() : udp::v4(), rx_sock.release(), ec);
+  if (ec) return std::error_code(ec.value(), std::system_category());
+  int efd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (efd < 0) return last_error();
+  impl->wake_fd.assign(efd, ec);
+  if (ec) {
+    ::close(efd);
+    return std::error_code(ec.value(), std::system_category());
+  }
+
+  const size_t n = impl->cfg.rx_batch;
+  impl->rx_buf.resize(n * kRxSlotBytes);
+  impl->rx_msgs.resize(n);
+  impl->rx_iov.resize(n);
+  impl->rx_from.resize(n);
+  impl->rx_cmsg.resize(n);
+
+  Impl* raw = impl.get();
+  impl->timers.set_on_arm([raw](Nanos deadline) {
+    int64_t d = deadline.count();
+    int64_t cur = raw->timer_hint.load();
+    while (d < cur && !raw->timer_hint.compare_exchange_weak(cur, d)) {
+    }
+    // A thread asleep for a later deadline must come back for this one.
+    if (d < raw->sleeping_until.load()) {
+      uint64_t one = 1;
+      [[maybe_unused]] auto r = ::write(raw->wake_fd.native_handle(), &one, sizeof one);
+    }
+  });
+  return std::unique_ptr<UdpTransport>(new UdpTransport(std::move(impl)));
+}
+
+UdpTransport::UdpTransport(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+UdpTransport::~UdpTransport() = default;
+
+const wire::IpAddr& UdpTransport::local_address() const { return impl_->local; }
+Nanos UdpTransport::now() const {
+  return std::chrono::duration_cast<Nanos>(std::chrono::steady_clock::now().time_since_epoch());
+}
+TransportStats UdpTransport::stats() const { return impl_->stats; }
+UdpStats UdpTransport::udp_stats() const { return impl_->ustats; }
+
+std::unique_ptr<Timer> UdpTransport::make_timer(std::function<void()> on_expiry) {
+  return impl_->timers.make_timer(std::move(on_expiry));
+}
+
+Result<uint16_t> UdpTransport::reserve_source_port(uint16_t preferred) {
+  const uint32_t span = 0x10000 - kFirstSourcePort;
+  const uint32_t start = preferred >= kFirstSourcePort ? preferred - kFirstSourcePort : 0;
+  for (uint32_t i = 0; i < span; ++i) {
+    const auto port = static_cast<uint16_t>(kFirstSourcePort + (start + i) % span);
+    auto fd = impl_->send_fd(port);
+    if (fd) return port;
+    if (fd.error() != std::errc::address_in_use) return fd.error();
+  }
+  return std::make_error_code(std::errc::address_in_use);
+}
+
+// ---- send ----
+
+namespace {
+
+bool same_endpoint(const wire::IpUdpInfo& a, const wire::IpUdpInfo& b) {
+  return a.dst == b.dst && a.dport == b.dport && a.sport == b.sport && a.tclass == b.tclass &&
+         a.ttl == b.ttl;
+}
+
+// Appends one control message at offset msg_controllen of m.msg_control (which
+// has room for kCmsgBytes).
+template <typename T>
+void put_cmsg(msghdr& m, int level, int type, T value) {
+  auto* c = reinterpret_cast<cmsghdr*>(static_cast<std::byte*>(m.msg_control) + m.msg_controllen);
+  std::memset(c, 0, CMSG_SPACE(sizeof(T)));
+  c->cmsg_level = level;
+  c->cmsg_type = type;
+  c->cmsg_len = CMSG_LEN(sizeof(T));
+  std::memcpy(CMSG_DATA(c), &value, sizeof(T));
+  m.msg_controllen += CMSG_SPACE(sizeof(T));
+}
+
+}  // namespace
+
+// Sends datagrams that all share one source port (one socket).
+size_t UdpTransport::Impl::send_run(int fd, std::span<const Datagram> run) {
+  size_t handed = 0, i = 0;
+  while (i < run.size()) {
+    // Build up to kTxMsgs messages, each one datagram or a GSO run.
+    size_t nmsg = 0, niov = 0, j = i;
+    while (j < run.size() && nmsg < kTxMsgs) {
+      const Datagram& d = run[j];
+      const bool gso_ok = cfg.gso && (d.ip.dst.v6 || cfg.gso_ipv4);
+      size_t segs = 1, bytes = d.payload.size();
+      tx_iov[niov] = {const_cast<std::byte*>(d.payload.data()), d.payload.size()};
+      if (gso_ok) {
+        const size_t seg = d.payload.size();
+        while (j + segs < run.size() && segs < kMaxGsoSegments) {
+          const Datagram& e = run[j + segs];
+          if (!same_endpoint(d.ip, e.ip) || e.payload.size() > seg || e.payload.empty() ||
+              bytes + e.payload.size() > kMaxGsoBytes)
+            break;
+          tx_iov[niov + segs] = {const_cast<std::byte*>(e.payload.data()), e.payload.size()};
+          bytes += e.payload.size();
+          ++segs;
+          if (e.payload.size() < seg) break;  // a shorter segment ends the run
+        }
+      }
+      mmsghdr& mm = tx_msgs[nmsg];
+      mm = {};
+      msghdr& m = mm.msg_hdr;
+      m.msg_name = &tx_to[nmsg];
+      m.msg_namelen = to_sockaddr(d.ip.dst, d.ip.dport, tx_to[nmsg]);
+      m.msg_iov = &tx_iov[niov];
+      m.msg_iovlen = segs;
+      m.msg_control = tx_cmsg[nmsg].data();
+      m.msg_controllen = 0;
+      if (segs > 1) put_cmsg<uint16_t>(m, SOL_UDP, UDP_SEGMENT, static_cast<uint16_t>(d.payload.size()));
+      if (d.ip.dst.v6) {
+        if (d.ip.tclass != 0) put_cmsg<int>(m, IPPROTO_IPV6, IPV6_TCLASS, d.ip.tclass);
+        if (d.ip.ttl != 64) put_cmsg<int>(m, IPPROTO_IPV6, IPV6_HOPLIMIT, d.ip.ttl);
+      } else {
+        if (d.ip.tclass != 0) put_cmsg<int>(m, IPPROTO_IP, IP_TOS, d.ip.tclass);
+        if (d.ip.ttl != 64) put_cmsg<int>(m, IPPROTO_IP, IP_TTL, d.ip.ttl);
+      }
+      if (m.msg_controllen == 0) m.msg_control = nullptr;
+      tx_count[nmsg] = segs;
+      niov += segs;
+      j += segs;
+      ++nmsg;
+    }
+    size_t done = 0;
+    while (done < nmsg) {
+      int r = ::sendmmsg(fd, &tx_msgs[done], static_cast<unsigned>(nmsg - done), 0);
+      if (r > 0) {
+        for (size_t k = done; k < done + static_cast<size_t>(r); ++k) {
+          handed += tx_count[k];
+          stats.tx_datagrams += tx_count[k];
+          for (size_t s = 0; s < tx_msgs[k].msg_hdr.msg_iovlen; ++s)
+            stats.tx_bytes += tx_msgs[k].msg_hdr.msg_iov[s].iov_len;
+          if (tx_count[k] > 1) ++ustats.gso_sends;
+        }
+        done += static_cast<size_t>(r);
+        continue;
+      }
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)) {
+        // Full: the rest are dropped, as a NIC would drop them (RC recovers).
+        for (size_t k = done; k < nmsg; ++k) ustats.tx_dropped_full += tx_count[k];
+        for (size_t k = j; k < run.size(); ++k) ++ustats.tx_dropped_full;
+        return handed;
+      }
+      stats.tx_errors += tx_count[done];  // this message is refused: skip it
+      ++done;
+    }
+    i = j;
+  }
+  return handed;
+}
+
+size_t UdpTransport::send(std::span<const Datagram> batch) {
+  Impl& m = *impl_;
+  ++m.stats.tx_batches;
+  size_t handed = 0, i = 0;
+  while (i < batch.size()) {
+    const Datagram& d = batch[i];
+    // A datagram built for another source address would carry a wrong ICRC.
+    auto fd = d.ip.src == m.local ? m.send_fd(d.ip.sport)
+                                  : Result<int>(std::make_error_code(std::errc::invalid_argument));
+    if (!fd) {
+      ++m.stats.tx_errors;
+      ++i;
+      continue;
+    }
+    size_t j = i + 1;
+    while (j < batch.size() && batch[j].ip.sport == d.ip.sport && batch[j].ip.src == m.local)
+      ++j;
+    handed += m.send_run(*fd, batch.subspan(i, j - i));
+    i = j;
+  }
+  return handed;
+}
+
+// ---- receive ----
+
+// Reads the next received message's ancillary data; false when none is left.
+bool UdpTransport::Impl::start_message() {
+  while (rx_next < rx_count) {
+    const size_t k = rx_next++;
+    const msghdr& h = rx_msgs[k].msg_hdr;
+    if (h.msg_flags & MSG_TRUNC) {
+      ++ustats.rx_truncated;
+      continue;
+    }
+    cur_ip = wire::IpUdpInfo{};
+    from_sockaddr(rx_from[k], cur_ip.src, cur_ip.sport);
+    cur_ip.dst = local;
+    cur_ip.dport = wire::kRoceV2Port;
+    if (local.v6) cur_ip.ip_header_len = wire::kIpv6HeaderLen;
+    size_t seg = 0;
+    for (cmsghdr* c = CMSG_FIRSTHDR(const_cast<msghdr*>(&h)); c != nullptr;
+         c = CMSG_NXTHDR(const_cast<msghdr*>(&h), c)) {
+      int v = 0;
+      if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
+        in_pktinfo pi;
+        std::memcpy(&pi, CMSG_DATA(c), sizeof pi);
+        std::memcpy(cur_ip.dst.b.data(), &pi.ipi_addr, 4);
+      } else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
+        in6_pktinfo pi;
+        std::memcpy(&pi, CMSG_DATA(c), sizeof pi);
+        std::memcpy(cur_ip.dst.b.data(), &pi.ipi6_addr, 16);
+      } else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TTL) {
+        std::memcpy(&v, CMSG_DATA(c), sizeof v);
+        cur_ip.ttl = static_cast<uint8_t>(v);
+      } else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
+        uint8_t tos;
+        std::memcpy(&tos, CMSG_DATA(c), 1);
+        cur_ip.tclass = tos;
+      } else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_HOPLIMIT) {
+        std::memcpy(&v, CMSG_DATA(c), sizeof v);
+        cur_ip.ttl = static_cast<uint8_t>(v);
+      } else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS) {
+        std::memcpy(&v, CMSG_DATA(c), sizeof v);
+        cur_ip.tclass = static_cast<uint8_t>(v);
+      } else if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+        std::memcpy(&v, CMSG_DATA(c), sizeof v);
+        seg = static_cast<size_t>(v);
+      }
+    }
+    cur_base = rx_buf.data() + k * kRxSlotBytes;
+    cur_len = rx_msgs[k].msg_len;
+    cur_off = 0;
+    cur_seg = seg != 0 && seg < cur_len ? seg : cur_len;
+    if (cur_seg < cur_len) ++ustats.gro_receives;
+    cur_pending = true;
+    return true;
+  }
+  return false;
+}
+
+size_t UdpTransport::poll(const RecvHandler& handler, size_t max) {
+  Impl& m = *impl_;
+  m.timers.run_due(now());
+  m.timer_hint.store(m.timers.next_deadline().count());
+  size_t n = 0;
+  while (n < max) {
+    if (!m.cur_pending && !m.start_message()) {
+      // Everything received so far is delivered: ask the socket for more.
+      const size_t slots = m.cfg.rx_batch;
+      for (size_t k = 0; k < slots; ++k) {
+        m.rx_iov[k] = {m.rx_buf.data() + k * kRxSlotBytes, kRxSlotBytes};
+        msghdr& h = m.rx_msgs[k].msg_hdr;
+        h = {};
+        h.msg_name = &m.rx_from[k];
+        h.msg_namelen = sizeof(sockaddr_storage);
+        h.msg_iov = &m.rx_iov[k];
+        h.msg_iovlen = 1;
+        h.msg_control = m.rx_cmsg[k].data();
+        h.msg_controllen = kCmsgBytes;
+      }
+      int r = ::recvmmsg(m.rx.native_handle(), m.rx_msgs.data(), static_cast<unsigned>(slots),
+                         MSG_DONTWAIT, nullptr);
+      if (r <= 0) break;
+      m.rx_count = static_cast<size_t>(r);
+      m.rx_next = 0;
+      ++m.stats.rx_batches;
+      continue;
+    }
+    // The next segment of the current message (an empty datagram is delivered once).
+    const size_t len = std::min(m.cur_seg, m.cur_len - m.cur_off);
+    Datagram d{m.cur_ip, std::span<const std::byte>(m.cur_base + m.cur_off, len)};
+    m.cur_off += len;
+    if (m.cur_off >= m.cur_len) m.cur_pending = false;
+    ++m.stats.rx_datagrams;
+    m.stats.rx_bytes += len;
+    ++n;
+    handler(d);
+  }
+  // Received but not yet delivered (max reached): wait() must not sleep on them.
+  m.rx_backlog.store(m.cur_pending || m.rx_next < m.rx_count);
+  return n;
+}
+
+// ---- wait / wake ----
+
+void UdpTransport::wait(Nanos deadline) {
+  Impl& m = *impl_;
+  // Publish the deadline before reading the timer hint: a timer armed meanwhile
+  // for an earlier time then sees it and wakes us (see set_on_arm).
+  m.sleeping_until.store(deadline.count());
+  const Nanos until = std::min(deadline, Nanos(m.timer_hint.load()));
+  if (until > now() && !m.rx_backlog.load()) {
+    bool fired = false;
+    auto done = [&fired](const boost::system::error_code&) { fired = true; };
+    m.io.restart();
+    m.rx.async_wait(udp::socket::wait_read, done);
+    m.wake_fd.async_wait(asio::posix::stream_descriptor::wait_read, done);
+    m.sleep_timer.expires_at(std::chrono::steady_clock::time_point(
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(until)));
+    m.sleep_timer.async_wait(done);
+    m.io.run_one();
+    boost::system::error_code ec;
+    m.rx.cancel(ec);
+    m.wake_fd.cancel(ec);
+    m.sleep_timer.cancel();
+    m.io.poll();  // completes the cancelled waits
+  }
+  uint64_t count;
+  [[maybe_unused]] auto r = ::read(m.wake_fd.native_handle(), &count, sizeof count);
+  m.sleeping_until.store(kNotSleeping);
+}
+
+void UdpTransport::wake() {
+  uint64_t one = 1;
+  [[maybe_unused]] auto r = ::write(impl_->wake_fd.native_handle(), &one, sizeof one);
+}
+
+}  // namespace rocelab::emu

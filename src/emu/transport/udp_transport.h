@@ -1,0 +1,113 @@
+// The real transport: RoCEv2 over UDP sockets (Boost.Asio for the sockets, the
+// blocking wait and its timer; recvmmsg/sendmmsg, UDP GSO and GRO on the native
+// handles, since Asio does not batch).
+//
+// Receiving: one socket bound to <local address>:4791 (IPv4 or IPv6). poll()
+// drains it with recvmmsg; GRO super-datagrams are split back into their
+// segments; the destination address comes from IP_PKTINFO, TTL and TOS from
+// IP_RECVTTL/IP_RECVTOS (IPv6: their IPV6_ equivalents). IPv4 ID is not
+// visible to a socket: Datagram.ip.ip_id is 0.
+//
+// Sending: the ICRC covers the UDP source port and the IP header, so each
+// datagram leaves from an UNCONNECTED socket bound to (local address, its UDP
+// source port) with IP_PMTUDISC_DO: Linux then sends IPv4 ID 0 with DF, TTL 64,
+// TOS 0 (a TOS or TTL other than that is set per message by ancillary data).
+// Send sockets are bound lazily per source port in 0xC000-0xFFFF; call
+// reserve_source_port() first to learn which ports are usable. Runs of datagrams
+// from one source port to one destination with equal sizes (the last may be
+// shorter) leave as one UDP GSO send — by default only over IPv6: when the
+// kernel segments an IPv4 GSO packet it numbers the IDs 0, 1, 2, ..., which
+// would break the ICRC of every segment but the first (see gso_ipv4).
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "emu/transport/transport.h"
+#include "wire/error.h"
+#include "wire/ip_udp.h"
+
+namespace rocelab::emu {
+
+template <typename T>
+using Result = wire::Result<T>;
+
+inline constexpr uint16_t kFirstSourcePort = 0xC000;  // RoCEv2 source ports: 0xC000-0xFFFF
+
+struct UdpTransportConfig {
+  size_t rx_batch = 32;        // recvmmsg slots (each holds one GRO super-datagram)
+  bool gro = true;             // UDP_GRO on the receive socket
+  bool gso = true;             // UDP_SEGMENT for runs of equal-size datagrams (IPv6)
+  bool gso_ipv4 = false;       // also over IPv4: only safe when nothing segments in software
+                               // on the path (loopback to a GRO receiver), see above
+  int socket_buffer_bytes = 4 << 20;  // SO_RCVBUF / SO_SNDBUF (forced when permitted)
+};
+
+// UDP port 4791 bound on a local address: the receive side of one device.
+// Holding it keeps the address taken (that is what makes it "not free").
+class RxSocket {
+ public:
+  RxSocket() = default;
+  RxSocket(int fd, const wire::IpAddr& addr) : fd_(fd), addr_(addr) {}
+  RxSocket(RxSocket&& o) noexcept : fd_(o.fd_), addr_(o.addr_) { o.fd_ = -1; }
+  RxSocket& operator=(RxSocket&& o) noexcept;
+  ~RxSocket();
+  int fd() const { return fd_; }
+  int release() { int f = fd_; fd_ = -1; return f; }
+  const wire::IpAddr& address() const { return addr_; }
+
+ private:
+  int fd_ = -1;
+  wire::IpAddr addr_;
+};
+
+// Binds UDP port 4791 on addr (IPv4 or IPv6). Errors: the errno of socket/bind
+// (address_in_use when another socket holds it).
+Result<RxSocket> bind_rx_socket(const wire::IpAddr& addr);
+
+// Binds UDP port 4791 on the first free 127.0.0.x, x = first .. 254 ("free":
+// nobody has port 4791 bound there), so several processes on one machine are
+// distinct hosts. address_in_use when all are taken.
+Result<RxSocket> allocate_loopback_address(uint8_t first = 1);
+
+// Counters of the UDP paths (in addition to TransportStats).
+struct UdpStats {
+  uint64_t gso_sends = 0;        // messages that carried more than one segment
+  uint64_t gro_receives = 0;     // received super-datagrams split into segments
+  uint64_t rx_truncated = 0;     // datagrams larger than a receive slot (dropped)
+  uint64_t tx_dropped_full = 0;  // datagrams dropped because the socket buffer was full
+};
+
+class UdpTransport final : public Transport {
+ public:
+  static Result<std::unique_ptr<UdpTransport>> open(RxSocket rx, const UdpTransportConfig& cfg = {});
+  static Result<std::unique_ptr<UdpTransport>> open(const wire::IpAddr& local,
+                                                    const UdpTransportConfig& cfg = {});
+  ~UdpTransport() override;
+
+  // A UDP source port in 0xC000-0xFFFF that is bound (on local_address()) and
+  // usable by send(): `preferred` when it is free or already ours, otherwise the
+  // next free one upward (wrapping). 0 means "any". address_in_use when none.
+  Result<uint16_t> reserve_source_port(uint16_t preferred = 0);
+
+  const wire::IpAddr& local_address() const override;
+  // Datagrams whose ip.src is not local_address(), or whose source port is
+  // outside 0xC000-0xFFFF or cannot be bound, are not sent (tx_errors).
+  size_t send(std::span<const Datagram> batch) override;
+  size_t poll(const RecvHandler& handler, size_t max = 64) override;
+  // One waiter at a time; wake() from any thread.
+  void wait(Nanos deadline) override;
+  void wake() override;
+  Nanos now() const override;  // std::chrono::steady_clock
+  std::unique_ptr<Timer> make_timer(std::function<void()> on_expiry) override;
+  TransportStats stats() const override;
+  UdpStats udp_stats() const;
+
+  struct Impl;
+
+ private:
+  explicit UdpTransport(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rocelab::emu

@@ -1,0 +1,145 @@
+// A live capture for wire tests: dumpcap on an interface with a BPF filter,
+// written as a pcap file and read back with libpcap.
+#pragma once
+#include <fcntl.h>
+#include <pcap/pcap.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace rocelab::emu::test {
+
+struct CapturedPacket {
+  std::vector<std::byte> data;
+};
+
+class Capture {
+ public:
+  // Starts `dumpcap -i iface -f filter -w <tmp>/cap.pcap -P` and waits until it
+  // reports that it is capturing. ok() says whether that worked; error() why not.
+  Capture(const std::string& dumpcap, const std::string& iface, const std::string& filter) {
+    if (dumpcap.empty()) {
+      error_ = "dumpcap not found at configure time (it comes with tshark: `make deps`)";
+      return;
+    }
+    char tmpl[] = "/tmp/rocelab-capture-XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) {
+      error_ = "mkdtemp failed";
+      return;
+    }
+    dir_ = tmpl;
+    file_ = dir_ + "/cap.pcap";
+    log_ = dir_ + "/dumpcap.log";
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 2, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    std::vector<std::string> args = {dumpcap, "-i", iface, "-f", filter, "-w", file_, "-P", "-q"};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    int rc = posix_spawn(&pid_, dumpcap.c_str(), &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
+      error_ = "cannot start " + dumpcap;
+      pid_ = -1;
+      return;
+    }
+    // Wait (bounded) for "Capturing on".
+    for (int i = 0; i < 200; ++i) {
+      if (log().find("Capturing on") != std::string::npos) {
+        ok_ = true;
+        return;
+      }
+      int status;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        error_ = "dumpcap exited: " + log();
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    error_ = "dumpcap did not start capturing: " + log();
+  }
+
+  ~Capture() {
+    stop();
+    if (!dir_.empty()) {
+      std::remove(file_.c_str());
+      std::remove(log_.c_str());
+      rmdir(dir_.c_str());
+    }
+  }
+
+  bool ok() const { return ok_; }
+  const std::string& error() const { return error_; }
+  const std::string& file() const { return file_; }
+
+  // Stops dumpcap (SIGINT flushes the file) after giving the kernel a moment to
+  // hand it the last packets.
+  void stop() {
+    if (pid_ <= 0) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    kill(pid_, SIGINT);
+    int status;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+
+  // The captured frames and the link type, read with libpcap.
+  std::vector<CapturedPacket> read(int& link_type) {
+    std::vector<CapturedPacket> out;
+    char err[PCAP_ERRBUF_SIZE];
+    pcap_t* p = pcap_open_offline(file_.c_str(), err);
+    if (p == nullptr) {
+      error_ = err;
+      return out;
+    }
+    link_type = pcap_datalink(p);
+    pcap_pkthdr* h;
+    const u_char* data;
+    while (pcap_next_ex(p, &h, &data) == 1) {
+      const auto* b = reinterpret_cast<const std::byte*>(data);
+      out.push_back({std::vector<std::byte>(b, b + h->caplen)});
+    }
+    pcap_close(p);
+    return out;
+  }
+
+  std::string log() const {
+    std::ifstream in(log_);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+ private:
+  pid_t pid_ = -1;
+  bool ok_ = false;
+  std::string error_, dir_, file_, log_;
+};
+
+// Runs a command and returns its standard output.
+inline std::string run_output(const std::string& cmd) {
+  std::string out;
+  FILE* f = popen(cmd.c_str(), "r");
+  if (f == nullptr) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  pclose(f);
+  return out;
+}
+
+}  // namespace rocelab::emu::test
