@@ -6,5 +6,5 @@ bin=build/bin/rocelab
 out=build/demo
 mkdir -p "$out"
 echo "== rocelab: a capture with one packet of every RC, UC and UD opcode"
-"$bin" gen-opcodes "$out/opcodes.pcap"
+"$bin" opcodes --pcap "$out/opcodes.pcap"
 "$bin" decode --summary "$out/opcodes.pcap"

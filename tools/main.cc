@@ -15,6 +15,9 @@ int main(int argc, char** argv) {
   CLI::App app{"rocelab: a user-space RoCEv2 emulator and protocol simulator"};
   app.require_subcommand(1);
   rocelab::tools::register_decode(app);
+  rocelab::tools::register_opcodes(app);
+  rocelab::tools::register_run(app);
+  rocelab::tools::register_devices(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

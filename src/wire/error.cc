@@ -21,6 +21,9 @@ class WireCategory final : public std::error_category {
       case WireErrc::kUnsupportedLinkType: return "unsupported link type";
       case WireErrc::kBufferTooSmall: return "output buffer too small";
       case WireErrc::kPayloadTooLarge: return "payload larger than 4096 bytes";
+      case WireErrc::kNotCapture: return "not a pcap or pcapng capture";
+      case WireErrc::kPcapIo: return "pcap I/O error";
+      case WireErrc::kClosed: return "pcap file already closed";
     }
     return "unknown wire error";
   }

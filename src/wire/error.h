@@ -21,6 +21,9 @@ enum class WireErrc {
   kUnsupportedLinkType,   // pcap link type we cannot decode
   kBufferTooSmall,        // encoder: output buffer too small
   kPayloadTooLarge,       // encoder: payload exceeds the maximum MTU
+  kNotCapture,            // file is not a pcap or pcapng capture libpcap can read
+  kPcapIo,                // libpcap read/write failure (details from pcap_geterr)
+  kClosed,                // pcap writer/reader used after close()
 };
 
 const std::error_category& wire_category();

@@ -13,7 +13,31 @@ Result<std::span<const std::byte>> by_ethertype(uint16_t type, std::span<const s
   return rest;
 }
 
+// True when an IP packet that failed to parse (snapped by the capture, or
+// damaged) still shows UDP to port 4791 in the bytes we have. Only such a
+// packet is a malformed RoCEv2 packet; anything else is not RoCE at all.
+bool shows_roce_port(std::span<const std::byte> p) {
+  if (p.empty()) return false;
+  size_t udp = 0;
+  const uint8_t version = load8(p.data()) >> 4;
+  if (version == 4 && p.size() >= kIpv4HeaderLen) {
+    if (load8(p.data() + 9) != 17) return false;
+    udp = size_t{load8(p.data()) & 0x0Fu} * 4;
+    if (udp < kIpv4HeaderLen) return false;
+  } else if (version == 6 && p.size() >= kIpv6HeaderLen) {
+    if (load8(p.data() + 6) != 17) return false;
+    udp = kIpv6HeaderLen;
+  } else {
+    return false;
+  }
+  return p.size() >= udp + 4 && load_be16(p.data() + udp + 2) == kRoceV2Port;
+}
+
 }  // namespace
+
+bool link_type_supported(int link_type) {
+  return ip_from_link(link_type, {}).error() != make_error_code(WireErrc::kUnsupportedLinkType);
+}
 
 Result<std::span<const std::byte>> ip_from_link(int link_type, std::span<const std::byte> f) {
   switch (static_cast<LinkType>(link_type)) {
@@ -46,9 +70,17 @@ Result<std::span<const std::byte>> ip_from_link(int link_type, std::span<const s
 
 Result<DecodedFrame> decode_frame(int link_type, std::span<const std::byte> frame) {
   auto ip = ip_from_link(link_type, frame);
-  if (!ip) return ip.error();
+  if (!ip) {
+    // A link header too short to say what it carries is not identifiably RoCE.
+    if (ip.error() == make_error_code(WireErrc::kTruncated)) return WireErrc::kNotRoce;
+    return ip.error();
+  }
   auto ipu = parse_ip_udp(*ip);
-  if (!ipu) return ipu.error();
+  if (!ipu) {
+    if (ipu.error() != make_error_code(WireErrc::kNotRoce) && !shows_roce_port(*ip))
+      return WireErrc::kNotRoce;  // e.g. a snapped TCP packet: not ours to call malformed
+    return ipu.error();
+  }
   if (ipu->info.dport != kRoceV2Port) return WireErrc::kNotRoce;
   auto roce = parse_roce(ipu->udp_payload);
   if (!roce) return roce.error();

@@ -21,6 +21,9 @@ enum class LinkType : int {
   kLinuxSll2 = 276,  // tcpdump -i any (cooked v2)
 };
 
+// True for the link types ip_from_link() understands.
+bool link_type_supported(int link_type);
+
 struct DecodedFrame {
   IpUdpPacket ip;
   RocePacket roce;
@@ -32,8 +35,9 @@ struct DecodedFrame {
 // raw IP, Linux cooked SLL/SLL2). kNotRoce for non-IP frames.
 Result<std::span<const std::byte>> ip_from_link(int link_type, std::span<const std::byte> frame);
 
-// Decodes a frame: kNotRoce when it is not UDP to port 4791 (or is not IP at all);
-// transport errors from parse_roce otherwise. The ICRC is computed, not judged:
+// Decodes a frame: kNotRoce when it is not UDP to port 4791 (or is not IP at all,
+// or too damaged or snapped to tell); IP/UDP errors when it shows UDP port 4791
+// but its headers are inconsistent or cut; transport errors from parse_roce. The ICRC is computed, not judged:
 // check icrc_ok().
 Result<DecodedFrame> decode_frame(int link_type, std::span<const std::byte> frame);
 

@@ -1,0 +1,202 @@
+#include "tools/decode_format.h"
+
+#include <cstdio>
+
+#include "tools/json_line.h"
+
+namespace rocelab::tools {
+
+using wire::Hdr;
+
+std::string hex(uint64_t v, int digits) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%0*llx", digits, static_cast<unsigned long long>(v));
+  return buf;
+}
+
+namespace {
+
+std::string seconds(std::chrono::nanoseconds t) {
+  char buf[40];
+  const long long ns = t.count();
+  std::snprintf(buf, sizeof buf, "%s%lld.%06lld", ns < 0 ? "-" : "", (ns < 0 ? -ns : ns) / 1000000000,
+                ((ns < 0 ? -ns : ns) % 1000000000) / 1000);
+  return buf;
+}
+
+std::string_view aeth_kind(const wire::Aeth& a) {
+  switch (a.kind()) {
+    case wire::AckKind::kAck: return "ACK";
+    case wire::AckKind::kRnrNak: return "RNR NAK";
+    case wire::AckKind::kNak: return "NAK";
+    case wire::AckKind::kReserved: return "reserved";
+  }
+  return "reserved";
+}
+
+std::string_view nak_name(uint8_t code) {
+  return code <= 4 ? wire::to_string(static_cast<wire::NakCode>(code)) : "reserved";
+}
+
+std::string addr(const wire::IpUdpInfo& ip, bool src) {
+  return (src ? ip.src : ip.dst).to_string();
+}
+
+void add_ip_json(JsonLine& j, const wire::IpUdpInfo& ip) {
+  j.str("src", ip.src.to_string()).str("dst", ip.dst.to_string());
+  j.num("sport", ip.sport).num("dport", ip.dport);
+}
+
+void add_frame_json(JsonLine& j, const FrameRef& f) {
+  j.str("file", f.file).num("frame", f.frame);
+  j.raw("time", seconds(f.rel)).num("ts_ns", static_cast<uint64_t>(f.ts.count()));
+}
+
+}  // namespace
+
+std::string aeth_text(const wire::Aeth& a) {
+  std::string s(aeth_kind(a));
+  switch (a.kind()) {
+    case wire::AckKind::kAck: s += " credits=" + std::to_string(a.value5()); break;
+    case wire::AckKind::kRnrNak:
+      s += " timer=" + std::to_string(a.value5()) + " (" +
+           std::to_string(wire::rnr_timer_us(a.value5())) + " us)";
+      break;
+    case wire::AckKind::kNak:
+      s += " " + std::to_string(a.value5()) + " (" + std::string(nak_name(a.value5())) + ")";
+      break;
+    case wire::AckKind::kReserved: s += " syndrome=" + hex(a.syndrome, 2); break;
+  }
+  return s;
+}
+
+std::string packet_text(const FrameRef& f, const wire::DecodedFrame& d) {
+  const wire::RoceHeaders& h = d.roce.hdr;
+  const wire::OpInfo& info = h.info();
+  char head[64];
+  std::snprintf(head, sizeof head, "%6llu %s ", static_cast<unsigned long long>(f.frame),
+                seconds(f.rel).c_str());
+  std::string s = head;
+  s += addr(d.ip.info, true) + " -> " + addr(d.ip.info, false) + " ";
+  s += info.name;
+  s += " QP=" + hex(h.bth.dest_qpn.value(), 6) + " PSN=" + std::to_string(h.bth.psn.value());
+  if (h.bth.ack_req) s += " A";
+  if (h.bth.se) s += " SE";
+  if (h.bth.mig_req) s += " M";
+  if (h.bth.fecn) s += " FECN";
+  if (h.bth.becn) s += " BECN";
+  if (h.bth.pkey != wire::kDefaultPkey) s += " P_Key=" + hex(h.bth.pkey, 4);
+  if (info.carries(Hdr::kDeth))
+    s += " DETH[qkey=" + hex(h.deth.qkey, 8) + " srcqp=" + hex(h.deth.src_qpn.value(), 6) + "]";
+  if (info.carries(Hdr::kXrcEth)) s += " XRCETH[srqn=" + hex(h.xrceth.srqn, 6) + "]";
+  if (info.carries(Hdr::kReth)) {
+    s += " RETH[va=" + hex(h.reth.va, 16) + " rkey=" + hex(h.reth.rkey, 8) +
+         " len=" + std::to_string(h.reth.dma_len) + "]";
+  }
+  if (info.carries(Hdr::kAtomicEth)) {
+    const auto& a = h.atomic_eth;
+    s += " AtomicETH[va=" + hex(a.va, 16) + " rkey=" + hex(a.rkey, 8);
+    if (info.code % 32 == wire::op::kRcCmpSwap) {
+      s += " swap=" + hex(a.swap_add) + " cmp=" + hex(a.compare) + "]";
+    } else {
+      s += " add=" + hex(a.swap_add) + "]";
+    }
+  }
+  if (info.carries(Hdr::kAeth))
+    s += " AETH[" + aeth_text(h.aeth) + " MSN=" + std::to_string(h.aeth.msn) + "]";
+  if (info.carries(Hdr::kAtomicAckEth))
+    s += " AtomicAckETH[orig=" + hex(h.atomic_ack_eth.orig) + "]";
+  if (info.carries(Hdr::kImmDt)) s += " ImmDt=" + hex(h.immdt.imm, 8);
+  if (info.carries(Hdr::kIeth)) s += " IETH[rkey=" + hex(h.ieth.rkey, 8) + "]";
+  s += " len=" + std::to_string(d.roce.payload.size());
+  if (d.icrc_ok()) {
+    s += " ICRC ok";
+  } else {
+    s += " ICRC BAD (carried " + hex(d.roce.icrc, 8) + ", computed " + hex(d.icrc_computed, 8) + ")";
+  }
+  return s;
+}
+
+std::string packet_json(const FrameRef& f, const wire::DecodedFrame& d) {
+  const wire::RoceHeaders& h = d.roce.hdr;
+  const wire::OpInfo& info = h.info();
+  JsonLine j;
+  j.str("type", "packet");
+  add_frame_json(j, f);
+  add_ip_json(j, d.ip.info);
+  j.num("opcode", info.code).str("opname", info.name).str("transport", to_string(info.transport));
+  j.num("dest_qp", h.bth.dest_qpn.value()).num("psn", h.bth.psn.value());
+  j.boolean("ack_req", h.bth.ack_req).boolean("se", h.bth.se).boolean("mig_req", h.bth.mig_req);
+  j.num("pad", h.bth.pad_count).num("pkey", h.bth.pkey);
+  j.boolean("fecn", h.bth.fecn).boolean("becn", h.bth.becn);
+  if (info.carries(Hdr::kDeth)) {
+    j.raw("deth", JsonLine().num("qkey", h.deth.qkey).num("srcqp", h.deth.src_qpn.value()).done());
+  }
+  if (info.carries(Hdr::kXrcEth)) j.raw("xrceth", JsonLine().num("srqn", h.xrceth.srqn).done());
+  if (info.carries(Hdr::kReth)) {
+    j.raw("reth", JsonLine()
+                      .num("va", h.reth.va)
+                      .num("rkey", h.reth.rkey)
+                      .num("dma_len", h.reth.dma_len)
+                      .done());
+  }
+  if (info.carries(Hdr::kAtomicEth)) {
+    j.raw("atomic_eth", JsonLine()
+                            .num("va", h.atomic_eth.va)
+                            .num("rkey", h.atomic_eth.rkey)
+                            .num("swap_add", h.atomic_eth.swap_add)
+                            .num("compare", h.atomic_eth.compare)
+                            .done());
+  }
+  if (info.carries(Hdr::kAeth)) {
+    JsonLine a;
+    a.num("syndrome", h.aeth.syndrome).str("kind", aeth_kind(h.aeth));
+    switch (h.aeth.kind()) {
+      case wire::AckKind::kAck: a.num("credits", h.aeth.value5()); break;
+      case wire::AckKind::kRnrNak:
+        a.num("timer", h.aeth.value5()).num("timer_us", wire::rnr_timer_us(h.aeth.value5()));
+        break;
+      case wire::AckKind::kNak:
+        a.num("code", h.aeth.value5()).str("reason", nak_name(h.aeth.value5()));
+        break;
+      case wire::AckKind::kReserved: break;
+    }
+    j.raw("aeth", a.num("msn", h.aeth.msn).done());
+  }
+  if (info.carries(Hdr::kAtomicAckEth)) {
+    j.raw("atomic_ack_eth", JsonLine().num("orig", h.atomic_ack_eth.orig).done());
+  }
+  if (info.carries(Hdr::kImmDt)) j.num("immdt", h.immdt.imm);
+  if (info.carries(Hdr::kIeth)) j.raw("ieth", JsonLine().num("rkey", h.ieth.rkey).done());
+  j.num("payload_len", d.roce.payload.size());
+  j.num("icrc", d.roce.icrc).num("icrc_computed", d.icrc_computed).boolean("icrc_ok", d.icrc_ok());
+  return j.done();
+}
+
+std::string malformed_text(const FrameRef& f, const Malformed& m) {
+  char head[64];
+  std::snprintf(head, sizeof head, "%6llu %s ", static_cast<unsigned long long>(f.frame),
+                seconds(f.rel).c_str());
+  std::string s = head;
+  if (m.ip) s += addr(*m.ip, true) + " -> " + addr(*m.ip, false) + " ";
+  s += "MALFORMED: " + m.error.message();
+  if (m.opcode) s += " (opcode " + hex(*m.opcode, 2) + ")";
+  if (m.caplen < m.orig_len) {
+    s += " [capture kept " + std::to_string(m.caplen) + " of " + std::to_string(m.orig_len) +
+         " bytes]";
+  }
+  return s;
+}
+
+std::string malformed_json(const FrameRef& f, const Malformed& m) {
+  JsonLine j;
+  j.str("type", "malformed");
+  add_frame_json(j, f);
+  if (m.ip) add_ip_json(j, *m.ip);
+  j.str("error", m.error.message());
+  if (m.opcode) j.num("opcode", *m.opcode);
+  j.num("caplen", m.caplen).num("orig_len", m.orig_len);
+  return j.done();
+}
+
+}  // namespace rocelab::tools
