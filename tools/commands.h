@@ -10,5 +10,6 @@ int& exit_code();
 
 void register_decode(CLI::App& app);
 void register_opcodes(CLI::App& app);
+void register_loopback(CLI::App& app);
 
 }  // namespace rocelab::tools
