@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
   rocelab::tools::register_decode(app);
   rocelab::tools::register_opcodes(app);
   rocelab::tools::register_loopback(app);
+  rocelab::tools::register_run(app);
+  rocelab::tools::register_devices(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
