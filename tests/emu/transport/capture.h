@@ -26,9 +26,11 @@ struct CapturedPacket {
 
 class Capture {
  public:
-  // Starts `dumpcap -i iface -f filter -w <tmp>/cap.pcap -P` and waits until it
+  // Starts `dumpcap -i iface -f filter -w <tmp>/cap.pcap -P` (inside network
+  // namespace netns when given, through `ip netns exec`) and waits until it
   // reports that it is capturing. ok() says whether that worked; error() why not.
-  Capture(const std::string& dumpcap, const std::string& iface, const std::string& filter) {
+  Capture(const std::string& dumpcap, const std::string& iface, const std::string& filter,
+          const std::string& netns = "") {
     if (dumpcap.empty()) {
       error_ = "dumpcap not found at configure time (it comes with tshark: `make deps`)";
       return;
@@ -46,10 +48,11 @@ class Capture {
     posix_spawn_file_actions_addopen(&fa, 2, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
     std::vector<std::string> args = {dumpcap, "-i", iface, "-f", filter, "-w", file_, "-P", "-q"};
+    if (!netns.empty()) args.insert(args.begin(), {"ip", "netns", "exec", netns});
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    int rc = posix_spawn(&pid_, dumpcap.c_str(), &fa, nullptr, argv.data(), environ);
+    int rc = posix_spawnp(&pid_, args[0].c_str(), &fa, nullptr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0) {
       error_ = "cannot start " + dumpcap;
