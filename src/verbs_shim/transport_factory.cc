@@ -6,7 +6,6 @@
 #include "emu/transport/fault_config.h"
 #include "emu/transport/fault_injector.h"
 #include "emu/transport/udp_transport.h"
-#include "verbs_shim/pcap_tap.h"
 
 namespace rocelab::verbs_shim {
 
@@ -49,25 +48,36 @@ wire::Result<std::unique_ptr<emu::Transport>> make_transport(const DeviceConfig&
   return t;
 }
 
-wire::Result<DeviceTaps> make_taps(const DeviceConfig& dev, const ShimConfig& cfg) {
-  DeviceTaps taps;
+wire::Result<std::unique_ptr<DeviceTaps>> make_taps(const DeviceConfig& dev, const ShimConfig& cfg,
+                                                    emu::Nanos clock_offset) {
+  auto taps = std::make_unique<DeviceTaps>();
+  // Several devices: <path> for the first, <path>.<name> for the others.
+  auto path_for = [&](const std::string& base) {
+    bool first = cfg.devices.empty() || cfg.devices.front().name == dev.name;
+    return first ? base : base + "." + dev.name;
+  };
   if (!cfg.pcap_path.empty()) {
-    // One file per device when there are several: <path> for the first, <path>.<name> after.
-    std::string path = cfg.pcap_path;
-    if (!cfg.devices.empty() && cfg.devices.front().name != dev.name) path += "." + dev.name;
-    std::string error;
-    auto tap = PcapTap::open(path, &error);
-    if (!tap) {
-      std::fprintf(stderr, "rocelab shim: cannot write %s: %s\n", path.c_str(), error.c_str());
-      return tap.error();
+    std::string path = path_for(cfg.pcap_path), detail;
+    auto w = wire::PcapWriter::open(path, wire::PcapWriter::Options{}, &detail);
+    if (!w) {
+      std::fprintf(stderr, "rocelab shim: cannot write %s: %s\n", path.c_str(),
+                   detail.empty() ? w.error().message().c_str() : detail.c_str());
+      return w.error();
     }
-    taps.pcap = std::move(*tap);
+    taps->pcap_file = std::make_unique<wire::PcapWriter>(std::move(*w));
+    taps->pcap = std::make_unique<emu::PcapTap>(*taps->pcap_file, emu::PcapTap::Dirs::kBoth,
+                                                clock_offset);
   }
   if (!cfg.events_path.empty()) {
-    // TODO(shim): the engine's Protobuf event log writer has not landed.
-    static bool warned = false;
-    if (!warned) std::fprintf(stderr, "rocelab shim: ROCELAB_EVENTS: no event log writer yet; ignored\n");
-    warned = true;
+    std::string path = path_for(cfg.events_path);
+    auto log = emu::EventLog::open(path);
+    if (!log) {
+      std::fprintf(stderr, "rocelab shim: cannot write %s: %s\n", path.c_str(),
+                   log.error().message().c_str());
+      return log.error();
+    }
+    taps->log = std::move(*log);
+    taps->events = taps->log->sink_for(dev.name);
   }
   return taps;
 }
