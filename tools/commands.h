@@ -2,6 +2,7 @@
 // A command's callback returns the process exit code through `exit_code`.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <filesystem>
 
 namespace rocelab::tools {
 
@@ -10,5 +11,11 @@ int& exit_code();
 
 void register_decode(CLI::App& app);
 void register_opcodes(CLI::App& app);
+void register_loopback(CLI::App& app);
+void register_run(CLI::App& app);
+void register_devices(CLI::App& app);
+
+// The verbs shim next to this program: <dir of rocelab>/../lib/librocelab_verbs.so.
+std::filesystem::path shim_library_path();
 
 }  // namespace rocelab::tools

@@ -40,6 +40,8 @@ inline Frame make_frame(const wire::IpUdpInfo& ip, uint8_t opcode, uint32_t psn,
   return f;
 }
 
+// The datagrams point into frames: keep them alive while the datagrams are used.
+std::vector<Datagram> datagrams(std::vector<Frame>&& frames) = delete;
 inline std::vector<Datagram> datagrams(const std::vector<Frame>& frames) {
   std::vector<Datagram> out;
   for (const Frame& f : frames) out.push_back({f.ip, f.udp_payload()});

@@ -172,7 +172,8 @@ TEST(UdpTransport, ReserveSourcePortSkipsATakenPortAndRejectsForeignSources) {
   Frame f = make_frame(path(*p.a, *p.b, 0xE000), wire::op::kRcSendOnly, 1, 8);
   Frame g = make_frame(path(*p.a, *p.b, 0x1234), wire::op::kRcSendOnly, 2, 8);  // below 0xC000
   Frame h = make_frame(path(*p.b, *p.b, 0xE001), wire::op::kRcSendOnly, 3, 8);  // not a's address
-  auto batch = test::datagrams({f, g, h});
+  std::vector<Frame> frames = {f, g, h};
+  auto batch = test::datagrams(frames);
   EXPECT_EQ(p.a->send(batch), 0u);
   EXPECT_EQ(p.a->stats().tx_errors, 3u);
   ::close(other);
@@ -216,8 +217,8 @@ TEST(UdpTransport, WaitReturnsWhenADatagramArrives) {
   ASSERT_TRUE(p.a && p.b);
   auto sport = p.a->reserve_source_port();
   ASSERT_TRUE(sport);
-  Frame f = make_frame(path(*p.a, *p.b, *sport), wire::op::kRcSendOnly, 7, 64);
-  auto batch = test::datagrams({f});
+  std::vector<Frame> frames = {make_frame(path(*p.a, *p.b, *sport), wire::op::kRcSendOnly, 7, 64)};
+  auto batch = test::datagrams(frames);
   const Nanos start = p.b->now();
   std::thread sender([&] {
     std::this_thread::sleep_for(20ms);

@@ -1,0 +1,149 @@
+// Completion queues and completion channels (IBTA 11.4.2; ibv_req_notify_cq).
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "emu/engine.h"
+
+namespace rocelab::emu {
+
+void ChannelImpl::signal(Cq* cq) {
+  {
+    std::lock_guard lk(qmu);
+    fired.push_back(cq);
+  }
+  const uint64_t one = 1;
+  [[maybe_unused]] ssize_t r = ::write(efd, &one, sizeof one);
+}
+
+bool CqImpl::push(const Wc& wc, bool solicited) {
+  if (count == static_cast<size_t>(cap)) {
+    overflowed = true;
+    return false;
+  }
+  ring[(head + count) % ring.size()] = wc;
+  ++count;
+  // IBTA 11.4.2.2: solicited-only fires on a solicited or an unsuccessful completion.
+  const bool fire = arm == Arm::kNext ||
+                    (arm == Arm::kSolicited && (solicited || wc.status != WcStatus::kSuccess));
+  if (fire && ch) {
+    arm = Arm::kNone;
+    ch->signal(this);
+  }
+  return true;
+}
+
+Result<CompChannel*> Device::create_comp_channel() {
+  Engine& e = *engine_;
+  const int fd = ::eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+  if (fd < 0) return errc(errno);
+  std::lock_guard lk(e.mu);
+  auto ch = std::make_unique<ChannelImpl>();
+  ch->eng = &e;
+  ch->efd = fd;
+  CompChannel* r = ch.get();
+  e.channels.push_back(std::move(ch));
+  return r;
+}
+
+std::error_code Device::destroy_comp_channel(CompChannel* c) {
+  Engine& e = *engine_;
+  std::lock_guard lk(e.mu);
+  if (!device_owns_channel(e, c)) return errc(EINVAL);
+  auto* ch = static_cast<ChannelImpl*>(c);
+  if (ch->users > 0) return errc(EBUSY);
+  ::close(ch->efd);
+  for (auto it = e.channels.begin(); it != e.channels.end(); ++it) {
+    if (it->get() == ch) {
+      e.channels.erase(it);
+      break;
+    }
+  }
+  return {};
+}
+
+int CompChannel::fd() const { return static_cast<const ChannelImpl*>(this)->efd; }
+
+std::error_code CompChannel::get_event(Cq** cq) {
+  auto* ch = static_cast<ChannelImpl*>(this);
+  uint64_t v = 0;
+  if (::read(ch->efd, &v, sizeof v) != sizeof v) return errc(errno);
+  std::lock_guard lk(ch->qmu);
+  if (ch->fired.empty()) return errc(EAGAIN);
+  Cq* c = ch->fired.front();
+  ch->fired.pop_front();
+  static_cast<CqImpl*>(c)->delivered++;
+  if (cq) *cq = c;
+  return {};
+}
+
+Result<Cq*> Device::create_cq(int cqe, CompChannel* channel, int comp_vector) {
+  Engine& e = *engine_;
+  std::lock_guard lk(e.mu);
+  if (cqe < 1 || cqe > e.dattr.max_cqe || comp_vector < 0) return errc(EINVAL);
+  if (channel && !device_owns_channel(e, channel)) return errc(EINVAL);
+  auto cq = std::make_unique<CqImpl>();
+  cq->eng = &e;
+  cq->ch = static_cast<ChannelImpl*>(channel);
+  cq->cap = cqe;
+  cq->ring.resize(static_cast<size_t>(cqe));
+  if (cq->ch) cq->ch->users++;
+  Cq* r = cq.get();
+  e.cqs.push_back(std::move(cq));
+  return r;
+}
+
+std::error_code Device::destroy_cq(Cq* c) {
+  Engine& e = *engine_;
+  std::lock_guard lk(e.mu);
+  if (!device_owns_cq(e, c)) return errc(EINVAL);
+  auto* cq = static_cast<CqImpl*>(c);
+  if (cq->users > 0) return errc(EBUSY);
+  if (cq->ch) {
+    cq->ch->users--;
+    std::lock_guard qlk(cq->ch->qmu);  // forget events of this CQ not yet taken
+    std::erase(cq->ch->fired, c);
+  }
+  for (auto it = e.cqs.begin(); it != e.cqs.end(); ++it) {
+    if (it->get() == cq) {
+      e.cqs.erase(it);
+      break;
+    }
+  }
+  return {};
+}
+
+int Cq::capacity() const { return static_cast<const CqImpl*>(this)->cap; }
+CompChannel* Cq::channel() const { return static_cast<const CqImpl*>(this)->ch; }
+
+int Cq::poll(std::span<Wc> out) {
+  auto* cq = static_cast<CqImpl*>(this);
+  std::lock_guard lk(cq->eng->mu);
+  if (cq->count < out.size()) cq->eng->progress_locked();
+  size_t n = 0;
+  while (n < out.size() && cq->count > 0) {
+    out[n++] = cq->ring[cq->head];
+    cq->head = (cq->head + 1) % cq->ring.size();
+    --cq->count;
+  }
+  return static_cast<int>(n);
+}
+
+std::error_code Cq::req_notify(bool solicited_only) {
+  auto* cq = static_cast<CqImpl*>(this);
+  std::lock_guard lk(cq->eng->mu);
+  // Arming "next" overrides "solicited"; arming "solicited" keeps "next".
+  if (!solicited_only) {
+    cq->arm = CqImpl::Arm::kNext;
+  } else if (cq->arm == CqImpl::Arm::kNone) {
+    cq->arm = CqImpl::Arm::kSolicited;
+  }
+  return {};
+}
+
+void Cq::ack_events(unsigned n) { static_cast<CqImpl*>(this)->acked += n; }
+unsigned Cq::events_delivered() const { return static_cast<const CqImpl*>(this)->delivered; }
+unsigned Cq::events_acked() const { return static_cast<const CqImpl*>(this)->acked; }
+
+}  // namespace rocelab::emu

@@ -1,0 +1,294 @@
+// The device: attributes (all in one place), object lifetimes, progress and the
+// helper thread, async events.
+#include "emu/device.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "emu/engine.h"
+#include "emu/roles.h"
+
+namespace rocelab::emu {
+namespace {
+
+// Soft-RoCE's device and port attributes (older rxe_param.h), the values the
+// usual tools expect. Only the identity (GUID, vendor) is ours.
+void fill_attrs(Engine& e) {
+  const auto mac = wire::mac_for(e.transport->local_address());
+  // EUI-64 from the MAC, universal/local bit inverted (as rxe derives it from the netdev).
+  uint64_t guid = 0;
+  const uint8_t eui[8] = {static_cast<uint8_t>(mac[0] ^ 0x02), mac[1], mac[2], 0xFF, 0xFE,
+                          mac[3], mac[4], mac[5]};
+  for (uint8_t b : eui) guid = (guid << 8) | b;
+
+  DeviceAttr& d = e.dattr;
+  d.fw_ver = "0.1.0";
+  d.node_guid = d.sys_image_guid = guid;
+  d.max_mr_size = ~uint64_t{0};
+  d.page_size_cap = 0xfffff000;
+  d.vendor_id = kVendorId;
+  d.vendor_part_id = kVendorPartId;
+  d.hw_ver = 0;
+  d.max_qp = 0x10000;
+  d.max_qp_wr = 0x4000;
+  d.device_cap_flags = device_cap::kBadPkeyCntr | device_cap::kBadQkeyCntr |
+                       device_cap::kCurrQpStateMod | device_cap::kShutdownPort |
+                       device_cap::kPortActiveEvent | device_cap::kSysImageGuid |
+                       device_cap::kRcRnrNakGen | device_cap::kNNotifyCq;
+  d.max_sge = 32;
+  d.max_sge_rd = 32;
+  d.max_cq = 0x4000;
+  d.max_cqe = 32767;
+  d.max_mr = 0x40000;
+  d.max_pd = 0x7ff0;
+  d.max_qp_rd_atom = 128;
+  d.max_res_rd_atom = 0x3f000;
+  d.max_qp_init_rd_atom = 128;
+  d.atomic_cap = AtomicCap::kHca;
+  d.max_ah = 0x7fff;
+  d.max_srq = 0x3ff0;
+  d.max_srq_wr = 0x4000;
+  d.max_srq_sge = 27;
+  d.max_pkeys = 64;
+  d.local_ca_ack_delay = 15;
+  d.phys_port_cnt = 1;
+  d.max_msg_sz = 0x800000;
+
+  PortAttr& p = e.pattr;
+  p.state = PortState::kActive;
+  p.max_mtu = Mtu::k4096;
+  p.active_mtu = e.cfg.active_mtu;
+  p.gid_tbl_len = 1024;
+  p.port_cap_flags = port_cap::kCmSup | port_cap::kIpBasedGids;
+  p.max_msg_sz = d.max_msg_sz;
+  p.pkey_tbl_len = 64;
+  p.max_vl_num = 1;
+  p.active_width = 1;  // 1X
+  p.active_speed = 1;  // SDR (rxe reports the same)
+  p.phys_state = 5;    // LinkUp
+  p.link_layer = LinkLayer::kEthernet;
+  e.gid0 = e.transport->local_address().gid();
+}
+
+template <typename T>
+std::error_code erase_owned(std::vector<std::unique_ptr<T>>& v, const void* p) {
+  auto it = std::find_if(v.begin(), v.end(), [&](const auto& u) { return u.get() == p; });
+  if (it == v.end()) return errc(EINVAL);
+  v.erase(it);
+  return {};
+}
+
+template <typename T>
+bool owned(const std::vector<std::unique_ptr<T>>& v, const void* p) {
+  return std::any_of(v.begin(), v.end(), [&](const auto& u) { return u.get() == p; });
+}
+
+}  // namespace
+
+Device::Engine::Engine(std::unique_ptr<Transport> t, DeviceConfig c)
+    : transport(std::move(t)), cfg(std::move(c)) {
+  on_recv = [this](const Datagram& d) { receive(d); };
+  ack_list.reserve(1024);
+  fill_attrs(*this);
+}
+
+Device::Engine::~Engine() {
+  if (helper.joinable()) {
+    stopping = true;
+    transport->wake();
+    helper.join();
+  }
+  qps.clear();  // their timers belong to the transport
+  if (async_efd >= 0) ::close(async_efd);
+  for (auto& ch : channels) ::close(ch->efd);
+}
+
+void Device::Engine::helper_loop() {
+  while (!stopping.load()) {
+    transport->wait(transport->now() + std::chrono::seconds(1));
+    if (stopping.load()) break;
+    std::lock_guard lk(mu);
+    progress_locked();
+  }
+}
+
+size_t Device::Engine::progress_locked() {
+  const size_t n = transport->poll(on_recv, 64);
+  for (QpImpl* qp : ack_list) resp_flush_ack(*qp);
+  ack_list.clear();
+  tx_flush();
+  return n;
+}
+
+void Device::Engine::log(EngineEvent e) {
+  if (!cfg.events) return;
+  e.time = transport->now();
+  cfg.events->on_event(e);
+}
+
+void Device::Engine::raise_async(const AsyncEvent& ev) {
+  {
+    std::lock_guard lk(async_mu);
+    async_q.push_back(ev);
+  }
+  const uint64_t one = 1;
+  [[maybe_unused]] ssize_t r = ::write(async_efd, &one, sizeof one);
+  EngineEvent e;
+  e.kind = EventKind::kAsyncEvent;
+  e.async = ev.event_type;
+  if (ev.qp) e.qpn = ev.qp->qp_num();
+  log(e);
+}
+
+// ---- Device ----
+
+Result<std::unique_ptr<Device>> Device::create(std::unique_ptr<Transport> transport,
+                                               DeviceConfig config) {
+  if (!transport) return errc(EINVAL);
+  auto eng = std::make_unique<Engine>(std::move(transport), std::move(config));
+  eng->async_efd = ::eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+  if (eng->async_efd < 0) return errc(errno);
+  std::unique_ptr<Device> dev(new Device(std::move(eng)));
+  Engine& e = *dev->engine_;
+  {
+    std::lock_guard lk(e.mu);
+    AsyncEvent ev;
+    ev.event_type = EventType::kPortActive;
+    ev.port_num = kPortNum;
+    e.raise_async(ev);
+  }
+  if (e.cfg.helper_thread) e.helper = std::thread([&e] { e.helper_loop(); });
+  return dev;
+}
+
+Device::Device(std::unique_ptr<Engine> e) : engine_(std::move(e)) {}
+Device::~Device() = default;
+
+const std::string& Device::name() const { return engine_->cfg.name; }
+const wire::IpAddr& Device::address() const { return engine_->transport->local_address(); }
+uint64_t Device::node_guid() const { return engine_->dattr.node_guid; }
+const DeviceAttr& Device::query_device() const { return engine_->dattr; }
+int Device::gid_table_len() const { return engine_->pattr.gid_tbl_len; }
+
+std::error_code Device::query_port(uint8_t port_num, PortAttr* out) const {
+  if (port_num != kPortNum || !out) return errc(EINVAL);
+  std::lock_guard lk(engine_->mu);
+  *out = engine_->pattr;
+  return {};
+}
+
+std::error_code Device::query_gid(uint8_t port_num, int index, Gid* out) const {
+  if (port_num != kPortNum || index < 0 || index >= engine_->pattr.gid_tbl_len || !out)
+    return errc(EINVAL);
+  *out = index == 0 ? engine_->gid0 : Gid{};
+  return {};
+}
+
+std::error_code Device::query_gid_type(uint8_t port_num, int index, GidType* out) const {
+  if (port_num != kPortNum || index < 0 || index >= engine_->pattr.gid_tbl_len || !out)
+    return errc(EINVAL);
+  *out = GidType::kRoceV2;
+  return {};
+}
+
+std::error_code Device::query_pkey(uint8_t port_num, int index, uint16_t* out) const {
+  if (port_num != kPortNum || index < 0 || index >= engine_->pattr.pkey_tbl_len || !out)
+    return errc(EINVAL);
+  *out = index == 0 ? wire::kDefaultPkey : 0;
+  return {};
+}
+
+int Device::async_fd() const { return engine_->async_efd; }
+
+std::error_code Device::get_async_event(AsyncEvent* out) {
+  if (!out) return errc(EINVAL);
+  uint64_t v = 0;
+  if (::read(engine_->async_efd, &v, sizeof v) != sizeof v) return errc(errno);
+  std::lock_guard lk(engine_->async_mu);
+  if (engine_->async_q.empty()) return errc(EAGAIN);
+  *out = engine_->async_q.front();
+  engine_->async_q.pop_front();
+  return {};
+}
+
+size_t Device::progress() {
+  std::lock_guard lk(engine_->mu);
+  return engine_->progress_locked();
+}
+
+Transport& Device::transport() { return *engine_->transport; }
+
+void Device::set_tap(PacketTap* tap) {
+  std::lock_guard lk(engine_->mu);
+  engine_->cfg.tap = tap;
+}
+
+void Device::set_event_sink(EventSink* sink) {
+  std::lock_guard lk(engine_->mu);
+  engine_->cfg.events = sink;
+}
+
+Counters Device::counters() const {
+  std::lock_guard lk(engine_->mu);
+  return engine_->counters;
+}
+
+// ---- PD / AH ----
+
+Result<Pd*> Device::alloc_pd() {
+  std::lock_guard lk(engine_->mu);
+  auto pd = std::make_unique<PdImpl>();
+  pd->eng = engine_.get();
+  pd->handle = engine_->next_pd_handle++;
+  Pd* r = pd.get();
+  engine_->pds.push_back(std::move(pd));
+  return r;
+}
+
+std::error_code Device::dealloc_pd(Pd* pd) {
+  std::lock_guard lk(engine_->mu);
+  if (!owned(engine_->pds, pd)) return errc(EINVAL);
+  if (static_cast<PdImpl*>(pd)->users > 0) return errc(EBUSY);
+  return erase_owned(engine_->pds, pd);
+}
+
+uint32_t Pd::handle() const { return static_cast<const PdImpl*>(this)->handle; }
+
+Result<Ah*> Device::create_ah(Pd* pd, const AhAttr& attr) {
+  std::lock_guard lk(engine_->mu);
+  if (!owned(engine_->pds, pd)) return errc(EINVAL);
+  // RoCE: the address is the GID (IBTA A17.4.2); sgid_index must name a used slot.
+  if (!attr.is_global || attr.sgid_index != 0 || attr.port_num != kPortNum) return errc(EINVAL);
+  auto ah = std::make_unique<AhImpl>();
+  ah->eng = engine_.get();
+  ah->pd = static_cast<PdImpl*>(pd);
+  ah->attr = attr;
+  ah->dst = wire::IpAddr::from_gid(attr.dgid);
+  ah->pd->users++;
+  Ah* r = ah.get();
+  engine_->ahs.push_back(std::move(ah));
+  return r;
+}
+
+std::error_code Device::destroy_ah(Ah* ah) {
+  std::lock_guard lk(engine_->mu);
+  if (!owned(engine_->ahs, ah)) return errc(EINVAL);
+  static_cast<AhImpl*>(ah)->pd->users--;
+  return erase_owned(engine_->ahs, ah);
+}
+
+const AhAttr& Ah::attr() const { return static_cast<const AhImpl*>(this)->attr; }
+Pd* Ah::pd() const { return static_cast<const AhImpl*>(this)->pd; }
+
+// Used by the other object files for ownership checks.
+bool device_owns_cq(const Engine& e, const Cq* cq) { return owned(e.cqs, cq); }
+bool device_owns_srq(const Engine& e, const Srq* s) { return owned(e.srqs, s); }
+bool device_owns_pd(const Engine& e, const Pd* p) { return owned(e.pds, p); }
+bool device_owns_channel(const Engine& e, const CompChannel* c) { return owned(e.channels, c); }
+bool device_owns_mr(const Engine& e, const Mr* m) { return owned(e.mrs, m); }
+bool device_owns_qp(const Engine& e, const Qp* q) { return owned(e.qps, q); }
+
+}  // namespace rocelab::emu

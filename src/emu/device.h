@@ -1,0 +1,96 @@
+// An emulated RoCEv2 device with one port: the entry point of the verbs engine.
+// It owns its Transport (UDP sockets or a simulated-fabric node) and every
+// verbs object created on it. See docs/architecture.md for the model.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <system_error>
+
+#include "emu/objects.h"
+#include "emu/records.h"
+#include "emu/transport/transport.h"
+#include "emu/verbs_attrs.h"
+#include "wire/error.h"
+
+namespace rocelab::emu {
+
+using wire::Result;
+
+struct DeviceConfig {
+  std::string name = "rocelab0";
+  Mtu active_mtu = Mtu::k1024;  // the port's active MTU (rxe: netdev 1500 -> 1024)
+  // Start the helper thread that sleeps in Transport::wait() and runs timers
+  // and receive processing while nobody polls. Off for the simulated fabric:
+  // there the caller drives all progress (Device::progress / Transport::wait).
+  bool helper_thread = true;
+  PacketTap* tap = nullptr;     // not owned; may be set later with set_tap
+  EventSink* events = nullptr;  // not owned; may be set later with set_event_sink
+};
+
+// The vendor id the device reports (IEEE OUI-style, non-zero so tools that
+// look the vendor up do not treat it as "unknown/none").
+inline constexpr uint32_t kVendorId = 0x524C42;  // "RLB"
+inline constexpr uint32_t kVendorPartId = 0x7278;  // "rx"
+inline constexpr uint8_t kPortNum = 1;
+
+class Device {
+ public:
+  static Result<std::unique_ptr<Device>> create(std::unique_ptr<Transport> transport,
+                                                DeviceConfig config);
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  const std::string& name() const;
+  const wire::IpAddr& address() const;  // the transport's local address
+  uint64_t node_guid() const;           // host order
+  const DeviceAttr& query_device() const;
+  std::error_code query_port(uint8_t port_num, PortAttr* out) const;  // port_num must be 1
+  int gid_table_len() const;
+  // Index 0 is the RoCEv2 GID of the device address; the other slots are
+  // unused (all zero). EINVAL beyond gid_table_len or for a port other than 1.
+  std::error_code query_gid(uint8_t port_num, int index, Gid* out) const;
+  std::error_code query_gid_type(uint8_t port_num, int index, GidType* out) const;
+  std::error_code query_pkey(uint8_t port_num, int index, uint16_t* out) const;
+
+  // Async events (QP fatal, CQ error, SRQ limit, port active ...): the fd is
+  // readable while events are queued. get_async_event blocks unless the fd is
+  // O_NONBLOCK (then EAGAIN).
+  int async_fd() const;
+  std::error_code get_async_event(AsyncEvent* out);
+
+  Result<Pd*> alloc_pd();
+  std::error_code dealloc_pd(Pd* pd);  // EBUSY while objects use it
+  Result<Mr*> reg_mr(Pd* pd, void* addr, size_t length, uint64_t iova, unsigned access);
+  std::error_code dereg_mr(Mr* mr);
+  Result<CompChannel*> create_comp_channel();
+  std::error_code destroy_comp_channel(CompChannel* ch);  // EBUSY while a CQ uses it
+  Result<Cq*> create_cq(int cqe, CompChannel* channel, int comp_vector);
+  std::error_code destroy_cq(Cq* cq);  // EBUSY while a QP uses it
+  Result<Srq*> create_srq(Pd* pd, const SrqAttr& attr);
+  std::error_code destroy_srq(Srq* srq);
+  Result<Ah*> create_ah(Pd* pd, const AhAttr& attr);
+  std::error_code destroy_ah(Ah* ah);
+  Result<Qp*> create_qp(Pd* pd, const QpInitAttr& attr);
+  std::error_code destroy_qp(Qp* qp);
+
+  // Drives progress once without blocking: due timers, then received packets.
+  // Returns the number of datagrams and timers processed.
+  size_t progress();
+  // The transport (for wait(): the simulated fabric's clock advances there).
+  Transport& transport();
+
+  void set_tap(PacketTap* tap);
+  void set_event_sink(EventSink* sink);
+  Counters counters() const;
+
+  class Engine;  // the implementation (src/emu/engine.h)
+  Engine& engine() { return *engine_; }
+
+ private:
+  explicit Device(std::unique_ptr<Engine> e);
+  std::unique_ptr<Engine> engine_;
+};
+
+}  // namespace rocelab::emu

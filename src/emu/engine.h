@@ -1,0 +1,119 @@
+// Internal: the device engine. One lock (mu) guards everything; the public
+// methods take it, the roles (requester, completer, responder, recv) run with
+// it held. See docs/architecture.md.
+#pragma once
+#include <array>
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "emu/device.h"
+#include "emu/impl_objects.h"
+#include "emu/qp_impl.h"
+#include "wire/frame.h"
+#include "wire/packet.h"
+
+namespace rocelab::emu {
+
+// Outgoing frames: a fixed pool of buffers, each holding IP + UDP headers and
+// the transport packet; sent as one batch. Allocated once (no per-packet heap).
+struct TxQueue {
+  static constexpr size_t kFrames = 64;
+  std::vector<std::array<std::byte, wire::kMaxFrameLen>> frames{kFrames};
+  std::array<Datagram, kFrames> batch{};
+  size_t n = 0;
+};
+
+class Device::Engine {
+ public:
+  Engine(std::unique_ptr<Transport> t, DeviceConfig c);
+  ~Engine();
+
+  mutable std::mutex mu;
+  std::unique_ptr<Transport> transport;
+  DeviceConfig cfg;
+  DeviceAttr dattr;
+  PortAttr pattr;
+  Gid gid0{};
+  Counters counters;  // device totals
+
+  int async_efd = -1;
+  std::mutex async_mu;  // guards async_q (get_async_event runs without mu)
+  std::deque<AsyncEvent> async_q;
+
+  std::vector<std::unique_ptr<PdImpl>> pds;
+  std::vector<std::unique_ptr<MrImpl>> mrs;
+  std::vector<std::unique_ptr<ChannelImpl>> channels;
+  std::vector<std::unique_ptr<CqImpl>> cqs;
+  std::vector<std::unique_ptr<SrqImpl>> srqs;
+  std::vector<std::unique_ptr<AhImpl>> ahs;
+  std::vector<std::unique_ptr<QpImpl>> qps;
+  std::unordered_map<uint32_t, QpImpl*> qp_by_num;
+  std::unordered_map<uint32_t, MrImpl*> mr_by_key;
+  uint32_t next_qpn = 0x11, next_mr_index = 1, next_pd_handle = 1;
+
+  TxQueue tx;
+  std::vector<QpImpl*> ack_list;  // QPs with a deferred ACK (reserved capacity)
+  RecvHandler on_recv;            // bound once to receive()
+
+  std::thread helper;
+  std::atomic<bool> stopping{false};
+
+  // Progress (mu held): timers and received packets, then deferred ACKs and the tx batch.
+  size_t progress_locked();
+  void helper_loop();
+
+  // recv.cc: checks and demux of one received datagram.
+  void receive(const Datagram& d);
+
+  // tx.cc: builds one packet (headers h, len payload bytes written by fill) for qp.
+  template <typename Fill>
+  void emit(QpImpl& qp, const wire::IpUdpInfo& ip, wire::RoceHeaders h, uint32_t len, Fill&& fill);
+  std::byte* tx_slot();
+  void tx_commit(QpImpl& qp, const wire::IpUdpInfo& ip, std::byte* frame, wire::RoceHeaders& h, size_t hdr_len,
+                 uint32_t len);
+  void tx_flush();
+
+  // Records.
+  bool logging() const { return cfg.events != nullptr; }
+  void log(EngineEvent e);
+  void drop(QpImpl* qp, const Datagram& d, std::string_view reason, uint64_t Counters::*ctr);
+  void raise_async(const AsyncEvent& ev);
+
+  MrImpl* find_mr(uint32_t key) const {
+    auto it = mr_by_key.find(key);
+    return it == mr_by_key.end() ? nullptr : it->second;
+  }
+  QpImpl* find_qp(uint32_t qpn) const {
+    auto it = qp_by_num.find(qpn);
+    return it == qp_by_num.end() ? nullptr : it->second;
+  }
+};
+
+inline std::error_code errc(int e) { return {e, std::generic_category()}; }
+
+// Ownership checks for handles passed in by the user (device.cc).
+bool device_owns_cq(const Engine& e, const Cq* cq);
+bool device_owns_srq(const Engine& e, const Srq* s);
+bool device_owns_pd(const Engine& e, const Pd* p);
+bool device_owns_channel(const Engine& e, const CompChannel* c);
+bool device_owns_mr(const Engine& e, const Mr* m);
+bool device_owns_qp(const Engine& e, const Qp* q);
+
+template <typename Fill>
+void Device::Engine::emit(QpImpl& qp, const wire::IpUdpInfo& ip, wire::RoceHeaders h, uint32_t len,
+                          Fill&& fill) {
+  std::byte* frame = tx_slot();
+  const size_t iph = wire::ip_udp_header_len(ip.dst.v6);
+  h.bth.pad_count = wire::pad_for(len);
+  auto hl = wire::encode_headers(std::span<std::byte>(frame + iph, wire::kMaxRoceLen), h);
+  if (!hl) return;  // only for an opcode we never build
+  if (len > 0) fill(frame + iph + *hl);
+  tx_commit(qp, ip, frame, h, *hl, len);
+}
+
+}  // namespace rocelab::emu

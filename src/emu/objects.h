@@ -1,0 +1,145 @@
+// The verbs objects a Device creates: PD, MR, completion channel, CQ, SRQ, AH
+// and QP. They are owned by their Device (create_* / destroy_* on Device) and
+// every method is thread-safe (it takes the device lock). Errors are POSIX
+// error codes in std::generic_category (EINVAL, ENOMEM, EAGAIN, EBUSY ...),
+// so the shim hands ec.value() on as errno.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <system_error>
+
+#include "emu/records.h"
+#include "emu/verbs_attrs.h"
+
+namespace rocelab::emu {
+
+// Every object carries one opaque pointer for its user (the shim keeps its
+// ibv_* mirror there).
+class Object {
+ public:
+  void set_user_context(void* p) { user_context_ = p; }
+  void* user_context() const { return user_context_; }
+
+ protected:
+  Object() = default;
+  ~Object() = default;
+  Object(const Object&) = delete;
+  Object& operator=(const Object&) = delete;
+
+ private:
+  void* user_context_ = nullptr;
+};
+
+class Pd : public Object {
+ public:
+  uint32_t handle() const;
+
+ protected:
+  Pd() = default;
+  ~Pd() = default;
+};
+
+class Mr : public Object {
+ public:
+  uint32_t lkey() const;
+  uint32_t rkey() const;
+  void* addr() const;      // start of the registered memory in this process
+  uint64_t length() const;
+  uint64_t iova() const;   // the address remote peers use (== addr unless reg_mr_iova)
+  unsigned access() const; // access::
+  Pd* pd() const;
+
+ protected:
+  Mr() = default;
+  ~Mr() = default;
+};
+
+// Its fd becomes readable (one eventfd count per event) when an armed CQ of
+// this channel gets a completion. poll()/epoll() work on it.
+class CompChannel : public Object {
+ public:
+  int fd() const;
+  // Takes one event: the CQ that fired. Blocks unless the fd is O_NONBLOCK
+  // (then EAGAIN when there is none).
+  std::error_code get_event(Cq** cq);
+
+ protected:
+  CompChannel() = default;
+  ~CompChannel() = default;
+};
+
+class Cq : public Object {
+ public:
+  int capacity() const;   // the cqe count actually allocated (>= requested)
+  CompChannel* channel() const;
+  // Drives progress (receives and processes packets, runs due timers), then
+  // fills up to out.size() completions, oldest first. Returns how many.
+  // Overflow raises CQ_ERR (async event) and moves the CQ's QPs to ERR; the
+  // CQ keeps the completions it holds.
+  int poll(std::span<Wc> out);
+  // Arms the CQ: the next completion (or next solicited / error completion when
+  // solicited_only) signals the channel once.
+  std::error_code req_notify(bool solicited_only);
+  void ack_events(unsigned n);
+  unsigned events_delivered() const;  // events handed out by CompChannel::get_event
+  unsigned events_acked() const;
+
+ protected:
+  Cq() = default;
+  ~Cq() = default;
+};
+
+class Srq : public Object {
+ public:
+  std::error_code post_recv(std::span<const RecvWr> wrs, size_t* n_posted);
+  // mask: srq_attr:: bits. kLimit arms the SRQ limit event (fires once when the
+  // number of posted WRs drops below srq_limit).
+  std::error_code modify(const SrqAttr& attr, uint32_t mask);
+  SrqAttr query() const;
+
+ protected:
+  Srq() = default;
+  ~Srq() = default;
+};
+
+class Ah : public Object {
+ public:
+  const AhAttr& attr() const;
+  Pd* pd() const;
+
+ protected:
+  Ah() = default;
+  ~Ah() = default;
+};
+
+class Qp : public Object {
+ public:
+  uint32_t qp_num() const;
+  QpType type() const;
+  QpState state() const;
+  const QpCap& cap() const;  // actual capacities (>= requested)
+  Pd* pd() const;
+  Cq* send_cq() const;
+  Cq* recv_cq() const;
+  Srq* srq() const;
+
+  // IBTA 10.3.1 / qp_state_table.md: checks the transition and every attribute,
+  // then applies them all; EINVAL and nothing changed on any violation.
+  std::error_code modify(const QpAttr& attr, uint32_t mask);
+  // Every attribute (including those never set, at their defaults) and the init attributes.
+  std::error_code query(QpAttr* attr, QpInitAttr* init) const;
+
+  // Posts work requests in order; stops at the first bad one (*n_posted tells
+  // how many were accepted; the error is the one ibv_post_send returns:
+  // EINVAL bad WR, ENOMEM queue full). Builds and sends packets before returning.
+  std::error_code post_send(std::span<const SendWr> wrs, size_t* n_posted);
+  std::error_code post_recv(std::span<const RecvWr> wrs, size_t* n_posted);
+
+  Counters counters() const;
+
+ protected:
+  Qp() = default;
+  ~Qp() = default;
+};
+
+}  // namespace rocelab::emu

@@ -1,0 +1,138 @@
+// Internal: the concrete QP. Its three IBTA roles keep their state in separate
+// structs: Requester (requester.cc), Completer (completer.cc), Responder
+// (responder.cc); the send queue of SendWqe is shared by requester and completer.
+// Guarded by the device lock.
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "emu/impl_objects.h"
+#include "wire/aeth.h"
+#include "wire/psn.h"
+
+namespace rocelab::emu {
+
+using wire::Psn;
+
+// A piece of local memory a WQE reads from or writes to (resolved from an SGE).
+struct Seg {
+  std::byte* p = nullptr;
+  uint32_t len = 0;
+};
+
+struct SendWqe {
+  SendWr wr;                       // sg_list is not kept: see segs
+  std::vector<Seg> segs;           // max_send_sge entries, allocated at creation
+  uint32_t num_segs = 0;
+  std::vector<std::byte> inline_buf;  // max_inline_data bytes, allocated at creation
+  uint32_t length = 0;             // message length in bytes
+  bool signaled = false;
+  WcStatus local_error = WcStatus::kSuccess;  // found at post: completes in error
+  // UD destination, captured at post (the AH may be destroyed afterwards)
+  wire::IpAddr ud_dst;
+  uint32_t ud_qpn = 0, ud_qkey = 0;
+  // Requester: PSNs are assigned once, when the WQE is first sent, and reused on retry.
+  bool started = false;
+  Psn first_psn, last_psn;
+  uint32_t npkts = 0;              // packets (READ: response packets) = PSNs consumed
+  bool is_rd_atomic() const {
+    return wr.opcode == WrOpcode::kRdmaRead || wr.opcode == WrOpcode::kAtomicCmpAndSwp ||
+           wr.opcode == WrOpcode::kAtomicFetchAndAdd;
+  }
+};
+
+// Requester (requester.cc): which packet goes out next.
+struct Requester {
+  Psn next_psn;          // PSN of the next never-sent packet (sq_psn)
+  uint64_t cur = 0;      // index of the WQE being sent (head <= cur <= tail)
+  uint32_t cur_pkt = 0;  // next packet within it
+  uint32_t rd_atomic_inflight = 0;  // READ/atomic WQEs in [head, cur)
+  uint32_t noack_pkts = 0;          // packets since the last AckReq
+  bool rnr_wait = false;            // paused until the RNR timer fires
+};
+
+// Completer (completer.cc): acknowledgements, retries, the retransmit timer.
+struct Completer {
+  Psn psn;               // oldest unacknowledged PSN
+  uint8_t retry_left = 0, rnr_retry_left = 0;
+  // A go-back-N triggered by a response is under way: later out-of-order
+  // responses of the same burst must not start (and count) another one (rxe started_retry).
+  bool started_retry = false;
+  std::unique_ptr<Timer> retrans_timer;
+  std::unique_ptr<Timer> rnr_timer;
+};
+
+// Saved READ / atomic request, for duplicates (IBTA 9.7.5.1.3: READs are served
+// again, atomics answered from the saved result and never executed twice).
+struct RdAtomicRes {
+  bool valid = false;
+  bool atomic = false;
+  Psn first_psn, last_psn;
+  uint64_t orig = 0;     // atomic: original remote value
+  uint32_t msn = 0;
+};
+
+// Responder (responder.cc).
+struct Responder {
+  enum class Seq : uint8_t { kNone, kSend, kWrite };
+  Psn epsn;              // expected PSN
+  uint32_t msn = 0;      // 24 bits
+  Seq seq = Seq::kNone;  // message in progress
+  bool nak_sent = false; // PSN sequence error NAK sent for epsn; drop until epsn
+  bool uc_drop = false;  // UC: drop until the next FIRST/ONLY
+  // SEND in progress: the receive WQE taken from the RQ or SRQ
+  bool have_wqe = false;
+  RecvWqe wqe;           // copy (max_recv_sge SGEs)
+  uint32_t offset = 0;   // bytes received into it
+  // WRITE in progress
+  MrImpl* mr = nullptr;
+  uint64_t va = 0;
+  uint32_t resid = 0;    // bytes still expected (RETH DMA length minus received)
+  uint32_t write_len = 0;
+  // ACK coalescing: one ACK per QP per receive batch
+  bool ack_pending = false;
+  Psn ack_psn;
+  std::vector<RdAtomicRes> res;  // max(1, max_dest_rd_atomic) entries
+  size_t res_next = 0;
+};
+
+class QpImpl final : public Qp {
+ public:
+  Engine* eng = nullptr;
+  PdImpl* pd = nullptr;
+  CqImpl* scq = nullptr;
+  CqImpl* rcq = nullptr;
+  SrqImpl* srq_ = nullptr;
+  QpType type_ = QpType::kRC;
+  uint32_t qpn = 0;
+  bool sq_sig_all = false;
+  QpCap cap_;
+  QpState state_ = QpState::kReset;
+  QpAttr attr;           // every attribute ever set (query returns it)
+  wire::IpAddr dst;      // from attr.ah_attr (RC/UC)
+  uint16_t sport = 0xC000;  // UDP source port, 0xC000..0xFFFF
+  bool sq_drained_notify = false;
+  Counters ctr;
+
+  std::vector<SendWqe> sq;  // max_send_wr entries
+  uint64_t sq_head = 0, sq_tail = 0;  // [head, tail): posted and not completed
+  RecvQueue rq;
+
+  Requester req;
+  Completer comp;
+  Responder resp;
+
+  SendWqe& wqe(uint64_t i) { return sq[i % sq.size()]; }
+  uint32_t pmtu() const { return mtu_bytes(attr.path_mtu); }
+  bool sq_full() const { return sq_tail - sq_head == sq.size(); }
+  // The port on this device's transport for packets of this QP.
+  wire::IpUdpInfo ip_to(const wire::IpAddr& to) const;
+};
+
+// Packets needed for a message of len bytes at MTU pmtu (a 0-byte message is one packet).
+constexpr uint32_t packets_for(uint32_t len, uint32_t pmtu) {
+  return len == 0 ? 1 : (len + pmtu - 1) / pmtu;
+}
+
+}  // namespace rocelab::emu

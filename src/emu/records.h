@@ -1,0 +1,89 @@
+// What a device reports about itself: counters (named like Soft-RoCE's
+// hw_counters), every packet it sends and receives (PacketTap, e.g. a pcap
+// writer) and every engine event (EventSink, e.g. the Protobuf event log).
+// Taps and sinks are called with the device lock held: keep them short and
+// never call back into the device.
+#pragma once
+#include <cstdint>
+#include <string_view>
+
+#include "emu/transport/transport.h"
+#include "emu/verbs_types.h"
+
+namespace rocelab::emu {
+
+// Per device and per QP. Names and meanings follow rxe's hw_counters.
+struct Counters {
+  uint64_t sent_pkts = 0;           // packets handed to the transport
+  uint64_t rcvd_pkts = 0;           // packets that passed the header checks
+  uint64_t duplicate_request = 0;   // responder: request with PSN < ePSN
+  uint64_t out_of_seq_request = 0;  // responder: request with PSN > ePSN (NAK sent or dropped)
+  uint64_t rcvd_seq_err = 0;        // requester: PSN sequence error NAK received
+  uint64_t retry_exceeded_err = 0;  // requester: retry_cnt exhausted
+  uint64_t rnr_nak_retry_err = 0;   // requester: rnr_retry exhausted
+  uint64_t send_rnr_err = 0;        // responder: RNR NAK sent
+  uint64_t rcvd_rnr_err = 0;        // requester: RNR NAK received
+  uint64_t completer_retry_err = 0; // requester: retransmission started (timeout or NAK)
+  uint64_t ack_deferred = 0;        // responder: ACK coalesced into a later one
+  uint64_t rcvd_icrc_err = 0;       // dropped: bad ICRC
+  uint64_t rcvd_hdr_err = 0;        // dropped: bad headers, unknown QP, wrong state, bad Q_Key ...
+  uint64_t rdma_sends = 0;          // SEND messages completed as requester
+  uint64_t rdma_recvs = 0;          // SEND messages received
+  uint64_t qkey_viol = 0;           // UD: Q_Key mismatch
+
+  Counters& operator+=(const Counters& o);
+  // Calls f(name, value) for every counter, in declaration order.
+  template <typename F>
+  void for_each(F&& f) const {
+    f("sent_pkts", sent_pkts); f("rcvd_pkts", rcvd_pkts);
+    f("duplicate_request", duplicate_request); f("out_of_seq_request", out_of_seq_request);
+    f("rcvd_seq_err", rcvd_seq_err); f("retry_exceeded_err", retry_exceeded_err);
+    f("rnr_nak_retry_err", rnr_nak_retry_err); f("send_rnr_err", send_rnr_err);
+    f("rcvd_rnr_err", rcvd_rnr_err); f("completer_retry_err", completer_retry_err);
+    f("ack_deferred", ack_deferred); f("rcvd_icrc_err", rcvd_icrc_err);
+    f("rcvd_hdr_err", rcvd_hdr_err); f("rdma_sends", rdma_sends); f("rdma_recvs", rdma_recvs);
+    f("qkey_viol", qkey_viol);
+  }
+};
+
+enum class Direction : uint8_t { kTx, kRx };
+
+// Sees every datagram the device sends (after building) and receives (before
+// any check, bad ICRC included). The datagram is valid only during the call.
+class PacketTap {
+ public:
+  virtual ~PacketTap() = default;
+  virtual void on_packet(Direction dir, Nanos time, const Datagram& d) = 0;
+};
+
+enum class EventKind : uint8_t {
+  kWrPosted, kRecvPosted, kPacketSent, kPacketReceived, kPacketDropped, kTimer,
+  kCompletion, kQpStateChange, kAsyncEvent,
+};
+std::string_view to_string(EventKind k);
+
+// One engine event. Only the fields that belong to `kind` are meaningful.
+struct EngineEvent {
+  Nanos time{0};  // transport clock
+  EventKind kind = EventKind::kWrPosted;
+  uint32_t qpn = 0;
+  uint64_t wr_id = 0;            // kWrPosted, kRecvPosted, kCompletion
+  WrOpcode wr_opcode = WrOpcode::kSend;  // kWrPosted
+  uint32_t length = 0;           // bytes: WR length, packet length, byte_len
+  uint8_t bth_opcode = 0;        // packets
+  uint32_t psn = 0;              // packets
+  uint32_t dest_qpn = 0;         // packets
+  WcStatus status = WcStatus::kSuccess;  // kCompletion
+  WcOpcode wc_opcode = WcOpcode::kSend;  // kCompletion
+  QpState from = QpState::kReset, to = QpState::kReset;  // kQpStateChange
+  EventType async = EventType::kPortActive;               // kAsyncEvent
+  std::string_view reason;       // kPacketDropped, kTimer: why (static string)
+};
+
+class EventSink {
+ public:
+  virtual ~EventSink() = default;
+  virtual void on_event(const EngineEvent& e) = 0;
+};
+
+}  // namespace rocelab::emu

@@ -1,0 +1,100 @@
+// The receive path: ICRC and header checks, then demux to the QP's responder
+// (requests) or completer (responses). Bad input is counted and dropped.
+#include <array>
+
+#include "emu/engine.h"
+#include "emu/roles.h"
+#include "wire/icrc.h"
+
+namespace rocelab::emu {
+
+void Device::Engine::drop(QpImpl* qp, const Datagram& d, std::string_view reason,
+                          uint64_t Counters::*ctr) {
+  counters.*ctr += 1;
+  if (qp) qp->ctr.*ctr += 1;
+  if (logging()) {
+    EngineEvent e;
+    e.kind = EventKind::kPacketDropped;
+    e.qpn = qp ? qp->qpn : 0;
+    e.length = static_cast<uint32_t>(d.payload.size());
+    if (d.payload.size() >= wire::kBthLen) {
+      wire::BthView b(d.payload.data());
+      e.bth_opcode = b.opcode();
+      e.psn = b.psn().value();
+      e.dest_qpn = b.dest_qpn().value();
+    }
+    e.reason = reason;
+    log(e);
+  }
+}
+
+namespace {
+
+// The ICRC over the IP/UDP headers the datagram arrived with (rebuilt from d.ip).
+bool icrc_ok(const Datagram& d, uint32_t carried) {
+  std::array<std::byte, wire::kIpv6HeaderLen + wire::kUdpHeaderLen> hdr{};
+  wire::IpUdpInfo ip = d.ip;
+  wire::write_ip_udp(hdr.data(), ip, d.payload.size());
+  const size_t ip_hlen = ip.dst.v6 ? wire::kIpv6HeaderLen : wire::kIpv4HeaderLen;
+  wire::IcrcAccumulator acc(hdr.data(), ip_hlen, d.payload.data());
+  acc.add(d.payload.subspan(wire::kBthLen, d.payload.size() - wire::kBthLen - wire::kIcrcLen));
+  return acc.value() == carried;
+}
+
+bool transport_matches(QpType t, wire::Transport w) {
+  switch (t) {
+    case QpType::kRC: return w == wire::Transport::kRC;
+    case QpType::kUC: return w == wire::Transport::kUC;
+    case QpType::kUD: return w == wire::Transport::kUD;
+  }
+  return false;
+}
+
+}  // namespace
+
+void Device::Engine::receive(const Datagram& d) {
+  if (cfg.tap) cfg.tap->on_packet(Direction::kRx, transport->now(), d);
+  auto parsed = wire::parse_roce(d.payload);
+  if (!parsed) return drop(nullptr, d, "malformed", &Counters::rcvd_hdr_err);
+  const wire::RocePacket& pkt = *parsed;
+  // IBTA A17.3.3 / rxe: a packet whose ICRC does not match is dropped silently.
+  if (!icrc_ok(d, pkt.icrc)) return drop(nullptr, d, "bad ICRC", &Counters::rcvd_icrc_err);
+  const wire::OpInfo& info = pkt.hdr.info();
+  if (pkt.hdr.bth.pkey != wire::kDefaultPkey)
+    return drop(nullptr, d, "P_Key", &Counters::rcvd_hdr_err);
+  if (!(d.ip.dst == transport->local_address()))
+    return drop(nullptr, d, "not our address", &Counters::rcvd_hdr_err);
+  QpImpl* qp = find_qp(pkt.hdr.bth.dest_qpn.value());
+  if (!qp) return drop(nullptr, d, "unknown QP", &Counters::rcvd_hdr_err);
+  if (!transport_matches(qp->type_, info.transport))
+    return drop(qp, d, "opcode of another transport", &Counters::rcvd_hdr_err);
+  const QpState s = qp->state_;
+  const bool is_request = info.is(wire::OpClass::kRequest);
+  // IBTA 10.3.1: a QP receives in RTR and later; it answers (as requester) from RTS.
+  const bool can_receive = s == QpState::kRtr || s == QpState::kRts || s == QpState::kSqd ||
+                           s == QpState::kSqe;
+  if (!can_receive || (!is_request && s == QpState::kRtr))
+    return drop(qp, d, "QP state", &Counters::rcvd_hdr_err);
+  // rxe: a connected QP takes packets only from the address of its path.
+  if (qp->type_ != QpType::kUD && !(d.ip.src == qp->dst))
+    return drop(qp, d, "source address", &Counters::rcvd_hdr_err);
+  counters.rcvd_pkts++;
+  qp->ctr.rcvd_pkts++;
+  if (logging()) {
+    EngineEvent e;
+    e.kind = EventKind::kPacketReceived;
+    e.qpn = qp->qpn;
+    e.bth_opcode = pkt.hdr.bth.opcode;
+    e.psn = pkt.hdr.bth.psn.value();
+    e.dest_qpn = pkt.hdr.bth.dest_qpn.value();
+    e.length = static_cast<uint32_t>(d.payload.size());
+    log(e);
+  }
+  if (is_request) {
+    resp_on_request(*qp, pkt, d);
+  } else {
+    comp_on_response(*qp, pkt);
+  }
+}
+
+}  // namespace rocelab::emu

@@ -1,0 +1,195 @@
+// The requester (IBTA 9.7 "requester side", rxe_req.c): WQEs to request
+// packets. PSNs are assigned when a WQE is first sent and kept for retries;
+// RC is limited by a PSN window, max_rd_atomic and fences.
+#include <algorithm>
+#include <bit>
+
+#include "emu/engine.h"
+#include "emu/roles.h"
+
+namespace rocelab::emu {
+namespace {
+
+using wire::OpClass;
+namespace op = wire::op;
+
+constexpr int32_t kPsnWindow = 128;    // rxe RXE_MAX_UNACKED_PSNS
+constexpr uint32_t kAckReqEvery = 64;  // AckReq at least this often within long messages
+
+// imm_data is kept as ibv keeps it: the wire bytes in memory (network order).
+uint32_t be_to_host(uint32_t v) {
+  return std::endian::native == std::endian::little ? __builtin_bswap32(v) : v;
+}
+
+wire::Transport wire_transport(QpType t) {
+  switch (t) {
+    case QpType::kRC: return wire::Transport::kRC;
+    case QpType::kUC: return wire::Transport::kUC;
+    case QpType::kUD: return wire::Transport::kUD;
+  }
+  return wire::Transport::kRC;
+}
+
+// The RC opcode of packet k of n of a SEND or WRITE message.
+uint8_t rc_opcode(WrOpcode o, uint32_t k, uint32_t n) {
+  const bool first = k == 0, last = k + 1 == n;
+  switch (o) {
+    case WrOpcode::kSend:
+      return first && last ? op::kRcSendOnly : first ? op::kRcSendFirst : last ? op::kRcSendLast : op::kRcSendMiddle;
+    case WrOpcode::kSendWithImm:
+      return first && last ? op::kRcSendOnlyImm : first ? op::kRcSendFirst : last ? op::kRcSendLastImm : op::kRcSendMiddle;
+    case WrOpcode::kSendWithInv:
+      return first && last ? op::kRcSendOnlyInv : first ? op::kRcSendFirst : last ? op::kRcSendLastInv : op::kRcSendMiddle;
+    case WrOpcode::kRdmaWrite:
+      return first && last ? op::kRcWriteOnly : first ? op::kRcWriteFirst : last ? op::kRcWriteLast : op::kRcWriteMiddle;
+    case WrOpcode::kRdmaWriteWithImm:
+      return first && last ? op::kRcWriteOnlyImm : first ? op::kRcWriteFirst : last ? op::kRcWriteLastImm : op::kRcWriteMiddle;
+    case WrOpcode::kRdmaRead: return op::kRcReadRequest;
+    case WrOpcode::kAtomicCmpAndSwp: return op::kRcCmpSwap;
+    case WrOpcode::kAtomicFetchAndAdd: return op::kRcFetchAdd;
+    case WrOpcode::kLocalInv:
+    case WrOpcode::kBindMw:
+      break;
+  }
+  return op::kRcSendOnly;
+}
+
+// Sends the next packet of w (packet qp.req.cur_pkt); READ sends one request for the rest.
+void send_packet(QpImpl& qp, SendWqe& w) {
+  Engine& e = *qp.eng;
+  const uint32_t pmtu = qp.pmtu();
+  const uint32_t k = qp.req.cur_pkt;
+  wire::RoceHeaders h;
+  const uint8_t rc_op = rc_opcode(w.wr.opcode, k, w.npkts);
+  h.bth.opcode = wire::for_transport(wire_transport(qp.type_), rc_op).value_or(rc_op);
+  h.bth.psn = w.first_psn + k;
+  const wire::OpInfo& info = h.info();
+  const bool last = w.is_rd_atomic() || k + 1 >= w.npkts;
+  uint32_t len = 0;
+  uint64_t off = uint64_t{k} * pmtu;
+  wire::IpUdpInfo ip;
+  if (qp.type_ == QpType::kUD) {
+    h.bth.dest_qpn = wire::Qpn(w.ud_qpn);
+    h.deth.qkey = w.ud_qkey;
+    h.deth.src_qpn = wire::Qpn(qp.qpn);
+    ip = qp.ip_to(w.ud_dst);
+  } else {
+    h.bth.dest_qpn = wire::Qpn(qp.attr.dest_qp_num);
+    ip = qp.ip_to(qp.dst);
+  }
+  switch (w.wr.opcode) {
+    case WrOpcode::kRdmaRead:
+      // IBTA 9.4.4: a retried READ asks only for what has not arrived.
+      h.reth = {w.wr.rdma.remote_addr + off, w.wr.rdma.rkey, static_cast<uint32_t>(w.length - std::min<uint64_t>(off, w.length))};
+      qp.req.cur_pkt = w.npkts;
+      break;
+    case WrOpcode::kAtomicCmpAndSwp:
+      h.atomic_eth = {w.wr.atomic.remote_addr, w.wr.atomic.rkey, w.wr.atomic.swap, w.wr.atomic.compare_add};
+      qp.req.cur_pkt = 1;
+      break;
+    case WrOpcode::kAtomicFetchAndAdd:
+      h.atomic_eth = {w.wr.atomic.remote_addr, w.wr.atomic.rkey, w.wr.atomic.compare_add, 0};
+      qp.req.cur_pkt = 1;
+      break;
+    case WrOpcode::kRdmaWrite:
+    case WrOpcode::kRdmaWriteWithImm:
+    case WrOpcode::kSend:
+    case WrOpcode::kSendWithImm:
+    case WrOpcode::kSendWithInv:
+    case WrOpcode::kLocalInv:
+    case WrOpcode::kBindMw:
+      len = static_cast<uint32_t>(std::min<uint64_t>(pmtu, w.length - std::min<uint64_t>(off, w.length)));
+      if (info.carries(wire::Hdr::kReth)) h.reth = {w.wr.rdma.remote_addr, w.wr.rdma.rkey, w.length};
+      if (info.carries(wire::Hdr::kImmDt)) h.immdt.imm = be_to_host(w.wr.imm_data);
+      if (info.carries(wire::Hdr::kIeth)) h.ieth.rkey = w.wr.invalidate_rkey;
+      qp.req.cur_pkt = k + 1;
+      break;
+  }
+  if (last && (w.wr.send_flags & send_flags::kSolicited) &&
+      (info.is(OpClass::kSend) || info.carries(wire::Hdr::kImmDt)))
+    h.bth.se = true;
+  if (qp.type_ == QpType::kRC) {
+    // rxe: AckReq on the last packet of a message, and every kAckReqEvery packets.
+    if (last || ++qp.req.noack_pkts >= kAckReqEvery) {
+      h.bth.ack_req = true;
+      qp.req.noack_pkts = 0;
+    }
+  }
+  const Seg* segs = w.segs.data();
+  const uint32_t nseg = w.num_segs;
+  e.emit(qp, ip, h, len, [&](std::byte* dst) { gather(segs, nseg, off, dst, len); });
+}
+
+}  // namespace
+
+void req_run(QpImpl& qp) {
+  if (qp.state_ != QpState::kRts && qp.state_ != QpState::kSqd) return;
+  if (qp.req.rnr_wait) return;
+  const bool rc = qp.type_ == QpType::kRC;
+  bool sent = false;
+  while (qp.req.cur != qp.sq_tail && qp.state_ != QpState::kErr) {
+    SendWqe& w = qp.wqe(qp.req.cur);
+    if (!w.started) {
+      if (qp.state_ == QpState::kSqd) break;  // IBTA 10.3.1: SQD starts no new WQE
+      if (w.local_error != WcStatus::kSuccess) {
+        if (qp.req.cur != qp.sq_head) break;  // complete in order
+        complete_send(qp, w.local_error);
+        qp_to_error(qp, false, EventType::kQpFatal);
+        return;
+      }
+      if (rc) {
+        // IBTA 10.8.3.3: a fenced WQE waits for earlier READs and atomics.
+        if ((w.wr.send_flags & send_flags::kFence) && qp.req.rd_atomic_inflight > 0) break;
+        if (w.is_rd_atomic() &&
+            qp.req.rd_atomic_inflight >= std::max<uint32_t>(qp.attr.max_rd_atomic, 1))
+          break;
+      }
+      const bool atomic = w.wr.opcode == WrOpcode::kAtomicCmpAndSwp ||
+                          w.wr.opcode == WrOpcode::kAtomicFetchAndAdd;
+      w.npkts = atomic ? 1 : packets_for(w.length, qp.pmtu());
+      w.first_psn = qp.req.next_psn;
+      w.last_psn = w.first_psn + (w.npkts - 1);
+      qp.req.next_psn += w.npkts;
+      w.started = true;
+      qp.req.cur_pkt = 0;
+    }
+    if (rc && (w.first_psn + qp.req.cur_pkt).distance(qp.comp.psn) >= kPsnWindow) break;
+    send_packet(qp, w);
+    sent = true;
+    if (qp.req.cur_pkt >= w.npkts) {
+      if (w.is_rd_atomic()) qp.req.rd_atomic_inflight++;
+      qp.req.cur++;
+      qp.req.cur_pkt = 0;
+      // IBTA 9.8.3 / rxe: UC and UD sends complete once transmitted.
+      if (!rc) complete_send(qp, WcStatus::kSuccess);
+    }
+  }
+  if (rc && sent) comp_update_timer(qp);
+  if (qp.state_ == QpState::kSqd && qp.sq_drained_notify && qp.req.cur == qp.sq_head) {
+    qp.sq_drained_notify = false;
+    AsyncEvent ev;
+    ev.event_type = EventType::kSqDrained;
+    ev.qp = &qp;
+    qp.eng->raise_async(ev);
+  }
+}
+
+void req_rewind(QpImpl& qp, Psn psn) {
+  uint64_t i = qp.sq_head;
+  uint32_t pkt = 0;
+  for (; i != qp.sq_tail && qp.wqe(i).started; ++i) {
+    const SendWqe& w = qp.wqe(i);
+    if (!psn.before(w.first_psn) && !psn.after(w.last_psn)) {
+      pkt = static_cast<uint32_t>(psn.distance(w.first_psn));
+      break;
+    }
+  }
+  qp.req.cur = i;
+  qp.req.cur_pkt = pkt;
+  qp.req.rd_atomic_inflight = 0;
+  for (uint64_t j = qp.sq_head; j != i; ++j) {
+    if (qp.wqe(j).is_rd_atomic()) qp.req.rd_atomic_inflight++;
+  }
+}
+
+}  // namespace rocelab::emu

@@ -1,0 +1,46 @@
+// Internal: the entry points of the engine's roles, each in its own file.
+#pragma once
+#include "emu/qp_impl.h"
+#include "wire/packet.h"
+
+namespace rocelab::emu {
+
+// requester.cc: turns WQEs into request packets while window and limits allow.
+void req_run(QpImpl& qp);
+// Go-back-N: the next packet sent is the one with PSN psn.
+void req_rewind(QpImpl& qp, Psn psn);
+
+// completer.cc: processes an ACK, NAK, READ response or ATOMIC ACK.
+void comp_on_response(QpImpl& qp, const wire::RocePacket& pkt);
+// (Re)arms or cancels the retransmit timer after the requester or completer moved.
+void comp_update_timer(QpImpl& qp);
+void comp_on_retrans_timer(QpImpl& qp);
+void comp_on_rnr_timer(QpImpl& qp);
+
+// responder.cc: checks and executes a request; ACK/NAK.
+void resp_on_request(QpImpl& qp, const wire::RocePacket& pkt, const Datagram& d);
+// Sends the ACK deferred during the last receive batch.
+void resp_flush_ack(QpImpl& qp);
+
+// qp.cc
+// Completes the WQE at the send queue head with status (CQE when signaled or in error).
+void complete_send(QpImpl& qp, WcStatus status);
+// Moves the QP to ERR (flushing every outstanding WR) and raises an async event.
+void qp_to_error(QpImpl& qp, bool raise_event, EventType ev);
+void post_recv_cqe(QpImpl& qp, const Wc& wc, bool solicited);
+void post_send_cqe(QpImpl& qp, const Wc& wc);
+void set_state(QpImpl& qp, QpState s);
+WcOpcode wc_opcode_of(WrOpcode op);
+
+// Copies n bytes at offset off of a scatter list to/from dst.
+void gather(const Seg* segs, uint32_t nseg, uint64_t off, std::byte* dst, uint32_t n);
+void scatter(const Seg* segs, uint32_t nseg, uint64_t off, const std::byte* src, uint32_t n);
+
+}  // namespace rocelab::emu
+
+namespace rocelab::emu {
+// srq.cc: takes the next WQE of an SRQ into out (whose sge vector is large enough).
+bool srq_take(SrqImpl& srq, RecvWqe* out);
+// cq.cc / qp.cc: a CQ overflowed: CQ_ERR, and its QPs go to ERR.
+void cq_overflow(CqImpl& cq);
+}  // namespace rocelab::emu

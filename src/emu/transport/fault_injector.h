@@ -1,0 +1,120 @@
+// Fault injection (issue #4 item 1): a Transport decorator that drops,
+// duplicates, corrupts, delays and reorders datagrams by probability or by an
+// explicit schedule (fault_config.h), per direction and per opcode class. It
+// works over the simulated fabric and the UDP transport alike, and is
+// reproducible: each rule draws from its own std::mt19937_64 (seeded from the
+// config's seed and the rule's index) through integer math of our own, so the
+// same seed and the same packets give the same faults on every platform, and
+// adding a rule does not change what the others do.
+//
+// Every rule looks at every packet of its direction (all rules are evaluated,
+// then their actions are combined: drop wins; corrupt flips one bit of a copy
+// so that the ICRC no longer matches; duplicate emits the packet twice; delay
+// and reorder hold a copy back; a packet both delayed and reordered is held for
+// its delay only). Held packets are released by a timer of the
+// inner transport, so wait() on the inner transport wakes for them.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "emu/transport/fault_config.h"
+#include "emu/transport/transport.h"
+
+namespace rocelab::emu {
+
+struct FaultStats {
+  struct Dir {
+    uint64_t seen = 0, dropped = 0, duplicated = 0, corrupted = 0, delayed = 0, reordered = 0;
+    bool operator==(const Dir&) const = default;
+  };
+  Dir tx, rx;
+  bool operator==(const FaultStats&) const = default;
+};
+
+class FaultInjector final : public Transport {
+ public:
+  // Builds the injector for cfg; nullptr with a message in *error when cfg is
+  // invalid (a probability outside [0,1], a bad schedule).
+  static std::unique_ptr<FaultInjector> wrap(std::unique_ptr<Transport> inner,
+                                             const FaultConfig& cfg, std::string* error);
+  FaultInjector(std::unique_ptr<Transport> inner, uint64_t seed, std::vector<FaultRule> rules);
+  ~FaultInjector() override;
+
+  const wire::IpAddr& local_address() const override { return inner_->local_address(); }
+  // Returns how many of the batch were accepted: injected drops count as sent
+  // (the network lost them); datagrams the inner transport refused do not.
+  size_t send(std::span<const Datagram> batch) override;
+  // Delivers what passes the rx rules (duplicates included; may deliver more
+  // than max when duplicating), then held packets that are due.
+  size_t poll(const RecvHandler& handler, size_t max = 64) override;
+  void wait(Nanos deadline) override { inner_->wait(deadline); }
+  void wake() override { inner_->wake(); }
+  Nanos now() const override { return inner_->now(); }
+  std::unique_ptr<Timer> make_timer(std::function<void()> on_expiry) override {
+    return inner_->make_timer(std::move(on_expiry));
+  }
+  TransportStats stats() const override { return inner_->stats(); }
+
+  FaultStats fault_stats() const { return stats_; }
+  size_t held() const { return held_.size(); }
+  Transport& inner() { return *inner_; }
+
+ private:
+  struct RuleState {
+    FaultRule rule;
+    std::mt19937_64 rng;
+    uint64_t matches = 0, fired = 0;
+  };
+  struct Decision {
+    bool drop = false, duplicate = false, corrupt = false, reorder = false;
+    Nanos delay{0};
+    uint32_t reorder_by = 0;
+    Nanos reorder_max{0};
+    uint64_t corrupt_draw = 0;
+  };
+  struct Held {
+    FaultDir dir;
+    Nanos due;           // released at this time at the latest
+    uint32_t after = 0;  // ... or once this many later packets have passed (0: time only)
+    uint64_t seq;
+    wire::IpUdpInfo ip;
+    uint32_t buf, len;
+  };
+
+  Decision decide(FaultDir dir, const Datagram& d);
+  bool fires(RuleState& s, FaultDir dir, const Datagram& d, Nanos since_start);
+  uint32_t copy(std::span<const std::byte> payload);
+  std::span<std::byte> bytes(uint32_t buf, uint32_t len) { return {buffers_[buf].data(), len}; }
+  void release_buffer(uint32_t buf) { free_.push_back(buf); }
+  static void flip_bit(std::span<std::byte> p, uint64_t draw);
+  void hold(FaultDir dir, const Datagram& d, const Decision& dec, std::span<const std::byte> payload);
+  void passed(FaultDir dir);  // a packet went by: count down reorder holds
+  void deliver_raw(const Datagram& d);
+  void flush_tx_due();
+  void deliver_rx_due();
+  void deliver(const Datagram& d);
+  void on_rx(const Datagram& d);
+  void rearm();
+
+  std::unique_ptr<Transport> inner_;
+  std::vector<RuleState> rules_;
+  Nanos start_;
+  FaultStats stats_;
+  std::vector<std::vector<std::byte>> buffers_;
+  std::vector<uint32_t> free_;
+  std::vector<Held> held_;
+  uint64_t next_seq_ = 0;
+  std::vector<Datagram> out_;          // send scratch
+  std::vector<uint32_t> out_bufs_;     // buffers to give back after the send
+  std::vector<Held> released_tx_, released_rx_;  // scratch
+  std::vector<Datagram> flush_out_;    // scratch of flush_tx_due
+  Nanos armed_at_ = Nanos::max();
+  std::unique_ptr<Timer> timer_;       // for held packets
+  const RecvHandler* user_ = nullptr;  // during poll()
+  RecvHandler rx_hook_;
+  size_t delivered_ = 0;
+};
+
+}  // namespace rocelab::emu

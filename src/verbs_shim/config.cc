@@ -1,0 +1,103 @@
+#include "verbs_shim/config.h"
+
+#include <charconv>
+#include <cstdlib>
+#include <string_view>
+
+namespace rocelab::verbs_shim {
+namespace {
+
+std::vector<std::string> split_commas(std::string_view text) {
+  std::vector<std::string> out;
+  while (true) {
+    size_t comma = text.find(',');
+    std::string_view item = text.substr(0, comma);
+    if (!item.empty()) out.emplace_back(item);
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+std::optional<uint32_t> parse_u32(std::string_view text) {
+  uint32_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc{} || end != text.data() + text.size() || text.empty()) return std::nullopt;
+  return v;
+}
+
+bool valid_device_name(const std::string& name) {
+  // Fits ibv_device::name (IBV_SYSFS_NAME_MAX = 64, NUL included) and prints cleanly.
+  if (name.empty() || name.size() >= 64) return false;
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-' || c == '.';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::string bad(const char* var, const char* value, const char* why) {
+  return std::string(var) + "=\"" + value + "\": " + why;
+}
+
+}  // namespace
+
+std::optional<ShimConfig> parse_config(EnvLookup lookup, std::string& error) {
+  ShimConfig cfg;
+  const char* v = lookup("ROCELAB_DEVICES");
+  std::vector<std::string> names = v ? split_commas(v) : std::vector<std::string>{"rocelab0"};
+  if (names.empty() || names.size() > kMaxDevices) {
+    error = bad("ROCELAB_DEVICES", v, "need 1 to 8 comma-separated names");
+    return std::nullopt;
+  }
+  for (const std::string& n : names) {
+    if (!valid_device_name(n)) {
+      error = bad("ROCELAB_DEVICES", v, "a name is empty, too long or has characters other than [A-Za-z0-9_.-]");
+      return std::nullopt;
+    }
+    for (const DeviceConfig& d : cfg.devices) {
+      if (d.name == n) {
+        error = bad("ROCELAB_DEVICES", v, "duplicate device name");
+        return std::nullopt;
+      }
+    }
+    cfg.devices.push_back(DeviceConfig{n, std::nullopt});
+  }
+
+  if ((v = lookup("ROCELAB_IP")) != nullptr && *v != '\0') {
+    std::vector<std::string> ips = split_commas(v);
+    if (ips.size() != cfg.devices.size()) {
+      error = bad("ROCELAB_IP", v, "need one address per device in ROCELAB_DEVICES");
+      return std::nullopt;
+    }
+    for (size_t i = 0; i < ips.size(); ++i) {
+      auto ip = wire::IpAddr::parse(ips[i]);
+      if (!ip || ip->v6) {
+        error = bad("ROCELAB_IP", v, "not an IPv4 address");
+        return std::nullopt;
+      }
+      cfg.devices[i].ip = *ip;
+    }
+  }
+
+  if ((v = lookup("ROCELAB_MTU")) != nullptr && *v != '\0') {
+    auto mtu = parse_u32(v);
+    if (!mtu || (*mtu != 256 && *mtu != 512 && *mtu != 1024 && *mtu != 2048 && *mtu != 4096)) {
+      error = bad("ROCELAB_MTU", v, "need 256, 512, 1024, 2048 or 4096");
+      return std::nullopt;
+    }
+    cfg.mtu = *mtu;
+  }
+
+  if ((v = lookup("ROCELAB_PCAP")) != nullptr) cfg.pcap_path = v;
+  if ((v = lookup("ROCELAB_EVENTS")) != nullptr) cfg.events_path = v;
+  if ((v = lookup("ROCELAB_SHIM_DEBUG")) != nullptr) cfg.debug = std::string_view(v) == "1";
+  return cfg;
+}
+
+std::optional<ShimConfig> config_from_env(std::string& error) {
+  return parse_config([](const char* name) -> const char* { return std::getenv(name); }, error);
+}
+
+}  // namespace rocelab::verbs_shim

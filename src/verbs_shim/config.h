@@ -1,0 +1,53 @@
+// The shim's configuration: environment variables only, since it is loaded
+// into programs we do not control (`rocelab run` sets them). docs/shim.md
+// has the table; keep it and kEnvVars in step.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "wire/ip_udp.h"
+
+namespace rocelab::verbs_shim {
+
+struct EnvVar {
+  const char* name;
+  const char* meaning;
+};
+
+// Every variable the shim reads (the fault injector's are listed by it).
+inline constexpr EnvVar kEnvVars[] = {
+    {"ROCELAB_DEVICES", "comma-separated emulated device names (default rocelab0)"},
+    {"ROCELAB_IP", "comma-separated IPv4 addresses, one per device (default: first free 127.0.0.x)"},
+    {"ROCELAB_MTU", "path MTU of the emulated port: 256, 512, 1024, 2048 or 4096 (default 1024)"},
+    {"ROCELAB_PCAP", "write every RoCEv2 packet sent and received to this pcap file"},
+    {"ROCELAB_EVENTS", "write the engine's event log (protobuf) to this file"},
+    {"ROCELAB_SHIM_DEBUG", "1: print the shim's decisions to stderr"},
+};
+
+inline constexpr size_t kMaxDevices = 8;
+
+struct DeviceConfig {
+  std::string name;
+  std::optional<wire::IpAddr> ip;  // nullopt: the transport picks a free 127.0.0.x
+};
+
+struct ShimConfig {
+  std::vector<DeviceConfig> devices;
+  uint32_t mtu = 1024;  // bytes; one of the IBTA path MTUs
+  std::string pcap_path;
+  std::string events_path;
+  bool debug = false;
+};
+
+// Parses the ROCELAB_* variables as `lookup` returns them (nullptr: unset).
+// On bad input returns nullopt and sets `error` to a message naming the
+// variable and its value.
+using EnvLookup = const char* (*)(const char* name);
+std::optional<ShimConfig> parse_config(EnvLookup lookup, std::string& error);
+
+// parse_config over the process environment.
+std::optional<ShimConfig> config_from_env(std::string& error);
+
+}  // namespace rocelab::verbs_shim

@@ -1,0 +1,78 @@
+#include "verbs_shim/device_runtime.h"
+
+#include <chrono>
+
+#include "verbs_shim/transport_factory.h"
+
+namespace rocelab::verbs_shim {
+
+DeviceRuntime::DeviceRuntime() = default;
+
+DeviceRuntime::~DeviceRuntime() {
+  // At process exit with the device still open: stop the engine (its helper
+  // thread) before the taps it writes to, so the files end cleanly.
+  engine_.reset();
+  taps_.reset();
+}
+
+std::error_code DeviceRuntime::ensure_transport(const DeviceConfig& dev, const ShimConfig& cfg) {
+  if (parked_ || engine_) return {};
+  auto t = make_transport(dev, cfg);
+  if (!t) return t.error();
+  parked_ = std::move(*t);
+  address_ = parked_->local_address();
+  have_address_ = true;
+  return {};
+}
+
+wire::Result<emu::Device*> DeviceRuntime::acquire(const DeviceConfig& dev,
+                                                  const ShimConfig& cfg) noexcept {
+  std::lock_guard lock(mu_);
+  if (engine_) {
+    ++users_;
+    return engine_.get();
+  }
+  if (std::error_code ec = ensure_transport(dev, cfg)) return ec;
+  if (!taps_) {
+    auto wall = std::chrono::duration_cast<emu::Nanos>(
+        std::chrono::system_clock::now().time_since_epoch());
+    auto taps = make_taps(dev, cfg, wall - parked_->now());
+    if (!taps) return taps.error();
+    taps_ = std::move(*taps);
+  }
+  emu::DeviceConfig dc;
+  dc.name = dev.name;
+  emu::mtu_from_bytes(cfg.mtu, &dc.active_mtu);
+  dc.helper_thread = true;
+  dc.tap = taps_->pcap.get();
+  dc.events = taps_->events;
+  auto d = emu::Device::create(std::move(parked_), std::move(dc));
+  if (!d) return d.error();
+  engine_ = std::move(*d);
+  users_ = 1;
+  return engine_.get();
+}
+
+void DeviceRuntime::release() noexcept {
+  std::unique_ptr<emu::Device> dying;
+  std::unique_ptr<DeviceTaps> dying_taps;
+  {
+    std::lock_guard lock(mu_);
+    if (--users_ > 0) return;
+    dying = std::move(engine_);
+    dying_taps = std::move(taps_);
+    have_address_ = false;  // a later open may bind another free address
+  }
+  dying.reset();  // engine first: it writes to the taps until it stops
+}
+
+wire::Result<wire::IpAddr> DeviceRuntime::address(const DeviceConfig& dev,
+                                                  const ShimConfig& cfg) noexcept {
+  if (dev.ip) return *dev.ip;
+  std::lock_guard lock(mu_);
+  if (engine_) return engine_->address();
+  if (std::error_code ec = ensure_transport(dev, cfg)) return ec;
+  return address_;
+}
+
+}  // namespace rocelab::verbs_shim

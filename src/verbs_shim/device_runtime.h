@@ -1,0 +1,46 @@
+// The engine behind one emulated device: created when the first context
+// opens (or when its address is first needed), destroyed when the last
+// context closes, so pcap and event-log files are complete when a program
+// closes its device.
+#pragma once
+#include <memory>
+#include <mutex>
+#include <system_error>
+
+#include "emu/device.h"
+#include "emu/transport/transport.h"
+#include "verbs_shim/config.h"
+#include "verbs_shim/transport_factory.h"
+#include "wire/error.h"
+#include "wire/ip_udp.h"
+
+namespace rocelab::verbs_shim {
+
+class DeviceRuntime {
+ public:
+  DeviceRuntime();
+  ~DeviceRuntime();
+  DeviceRuntime(const DeviceRuntime&) = delete;
+  DeviceRuntime& operator=(const DeviceRuntime&) = delete;
+
+  // The engine, created on the first call; every call must be matched by release().
+  wire::Result<emu::Device*> acquire(const DeviceConfig& dev, const ShimConfig& cfg) noexcept;
+  void release() noexcept;
+
+  // The device's address: the configured one, or the one its transport got
+  // (which binds the transport's socket now if nothing has yet).
+  wire::Result<wire::IpAddr> address(const DeviceConfig& dev, const ShimConfig& cfg) noexcept;
+
+ private:
+  std::error_code ensure_transport(const DeviceConfig& dev, const ShimConfig& cfg);
+
+  std::mutex mu_;
+  int users_ = 0;
+  std::unique_ptr<emu::Transport> parked_;  // bound, not yet handed to an engine
+  std::unique_ptr<emu::Device> engine_;
+  wire::IpAddr address_{};
+  bool have_address_ = false;
+  std::unique_ptr<DeviceTaps> taps_;  // pcap and event log, outlive the engine
+};
+
+}  // namespace rocelab::verbs_shim

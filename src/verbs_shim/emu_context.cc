@@ -1,0 +1,196 @@
+// Emulated devices and contexts: open/close, queries, async events.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <new>
+
+#include "verbs_shim/convert.h"
+#include "verbs_shim/emulated.h"
+#include "verbs_shim/shim_objects.h"
+
+namespace rocelab::verbs_shim::emulated {
+namespace {
+
+// libibverbs checks the port before asking the provider; so do we.
+bool valid_port(uint32_t port_num) { return port_num == emu::kPortNum; }
+
+}  // namespace
+
+ibv_context* open_device(EmuDevice& dev) noexcept {
+  const ShimConfig& cfg = DeviceTable::get().config();
+  auto engine = dev.runtime.acquire(dev.cfg, cfg);
+  if (!engine) return fail_null<ibv_context>(engine.error());
+  auto* sc = new (std::nothrow) ShimContext{};
+  int cmd_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (!sc || cmd_fd < 0) {
+    int e = sc ? errno : ENOMEM;
+    delete sc;
+    dev.runtime.release();
+    errno = e;
+    return nullptr;
+  }
+  sc->dev = &dev;
+  sc->engine = *engine;
+  fill_ops(sc->vctx);
+  sc->vctx.sz = sizeof(verbs_context);
+  ibv_context& ctx = sc->vctx.context;
+  ctx.device = &dev.abi.ibdev;
+  ctx.cmd_fd = cmd_fd;  // a real fd: programs poll/fcntl it; nothing is ever written
+  ctx.async_fd = sc->engine->async_fd();
+  ctx.num_comp_vectors = 1;
+  pthread_mutex_init(&ctx.mutex, nullptr);
+  ctx.abi_compat = __VERBS_ABI_IS_EXTENDED;
+  return &ctx;
+}
+
+int close_device(ibv_context* ctx) noexcept {
+  ShimContext* sc = shim(ctx);
+  close(ctx->cmd_fd);
+  pthread_mutex_destroy(&ctx->mutex);
+  EmuDevice* dev = sc->dev;
+  delete sc;
+  dev->runtime.release();
+  return 0;
+}
+
+uint64_t device_guid(EmuDevice& dev) noexcept {
+  auto ip = dev.runtime.address(dev.cfg, DeviceTable::get().config());
+  return ip ? guid_for(*ip) : 0;
+}
+
+int query_device(ibv_context* ctx, ibv_device_attr* attr) noexcept {
+  to_ibv(engine_of(ctx).query_device(), attr);
+  return 0;
+}
+
+int query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input,
+                    ibv_device_attr_ex* attr, size_t attr_size) noexcept {
+  if (input && input->comp_mask != 0) return EINVAL;
+  if (attr_size < sizeof(attr->orig_attr)) return EINVAL;
+  ibv_device_attr_ex full{};
+  to_ibv(engine_of(ctx).query_device(), &full.orig_attr);
+  full.phys_port_cnt_ex = full.orig_attr.phys_port_cnt;
+  std::memcpy(attr, &full, std::min(attr_size, sizeof full));
+  if (attr_size > sizeof full)
+    std::memset(reinterpret_cast<char*>(attr) + sizeof full, 0, attr_size - sizeof full);
+  return 0;
+}
+
+int query_port(ibv_context* ctx, uint8_t port_num, ibv_port_attr* attr, size_t attr_len) noexcept {
+  emu::PortAttr pa;
+  if (std::error_code ec = engine_of(ctx).query_port(port_num, &pa)) return ec.value();
+  ibv_port_attr full;
+  to_ibv(pa, &full);
+  std::memset(attr, 0, attr_len);
+  std::memcpy(attr, &full, std::min(attr_len, sizeof full));
+  return 0;
+}
+
+int query_gid(ibv_context* ctx, uint8_t port_num, int index, ibv_gid* gid) noexcept {
+  emu::Gid g;
+  if (std::error_code ec = engine_of(ctx).query_gid(port_num, index, &g)) {
+    errno = ec.value();
+    return -1;  // ibv_query_gid: -1 and errno
+  }
+  std::memcpy(gid->raw, g.data(), sizeof gid->raw);
+  return 0;
+}
+
+int query_gid_ex(ibv_context* ctx, uint32_t port_num, uint32_t index, ibv_gid_entry* entry,
+                 uint32_t flags, size_t entry_size) noexcept {
+  if (flags != 0 || entry_size < sizeof(ibv_gid_entry)) return EINVAL;
+  if (!valid_port(port_num)) return EINVAL;
+  emu::Device& engine = engine_of(ctx);
+  emu::Gid g;
+  emu::GidType type;
+  if (std::error_code ec = engine.query_gid(static_cast<uint8_t>(port_num), static_cast<int>(index), &g))
+    return ec.value();
+  if (std::all_of(g.begin(), g.end(), [](uint8_t b) { return b == 0; })) return ENODATA;
+  if (std::error_code ec =
+          engine.query_gid_type(static_cast<uint8_t>(port_num), static_cast<int>(index), &type))
+    return ec.value();
+  std::memset(entry, 0, entry_size);
+  std::memcpy(entry->gid.raw, g.data(), sizeof entry->gid.raw);
+  entry->gid_index = index;
+  entry->port_num = port_num;
+  entry->gid_type = static_cast<uint32_t>(type);
+  entry->ndev_ifindex = 0;  // no kernel netdev behind an emulated port
+  return 0;
+}
+
+ssize_t query_gid_table(ibv_context* ctx, ibv_gid_entry* entries, size_t max_entries,
+                        uint32_t flags, size_t entry_size) noexcept {
+  if (flags != 0 || entry_size < sizeof(ibv_gid_entry)) return -EINVAL;
+  int len = engine_of(ctx).gid_table_len();
+  size_t n = 0;
+  for (int i = 0; i < len; ++i) {
+    ibv_gid_entry e;
+    int rc = query_gid_ex(ctx, emu::kPortNum, static_cast<uint32_t>(i), &e, 0, sizeof e);
+    if (rc == ENODATA) continue;
+    if (rc) return -rc;
+    if (n == max_entries) return -EINVAL;  // libibverbs: the array is too small
+    std::memcpy(reinterpret_cast<char*>(entries) + n * entry_size, &e, sizeof e);
+    ++n;
+  }
+  return static_cast<ssize_t>(n);
+}
+
+int query_gid_type(ibv_context* ctx, uint8_t port_num, unsigned index, int* sysfs_type) noexcept {
+  emu::GidType type;
+  if (std::error_code ec = engine_of(ctx).query_gid_type(port_num, static_cast<int>(index), &type)) {
+    errno = ec.value();
+    return -1;
+  }
+  // sysfs spelling: 0 "IB/RoCE v1", 1 "RoCE v2".
+  *sysfs_type = type == emu::GidType::kRoceV2 ? 1 : 0;
+  return 0;
+}
+
+int query_pkey(ibv_context* ctx, uint8_t port_num, int index, __be16* pkey) noexcept {
+  uint16_t p;
+  if (std::error_code ec = engine_of(ctx).query_pkey(port_num, index, &p)) {
+    errno = ec.value();
+    return -1;
+  }
+  *pkey = htobe16(p);
+  return 0;
+}
+
+int get_pkey_index(ibv_context* ctx, uint8_t port_num, __be16 pkey) noexcept {
+  emu::PortAttr pa;
+  if (std::error_code ec = engine_of(ctx).query_port(port_num, &pa)) return -ec.value();
+  for (int i = 0; i < pa.pkey_tbl_len; ++i) {
+    uint16_t p;
+    if (!engine_of(ctx).query_pkey(port_num, i, &p) && htobe16(p) == pkey) return i;
+  }
+  return -ENOENT;
+}
+
+int get_async_event(ibv_context* ctx, ibv_async_event* event) noexcept {
+  emu::AsyncEvent ae;
+  if (std::error_code ec = engine_of(ctx).get_async_event(&ae)) {
+    errno = ec.value();
+    return -1;
+  }
+  *event = ibv_async_event{};
+  event->event_type = static_cast<ibv_event_type>(ae.event_type);
+  if (ae.qp) {
+    event->element.qp = &static_cast<ShimQp*>(ae.qp->user_context())->qpx.qp_base;
+  } else if (ae.cq) {
+    event->element.cq = ibv_cq_ex_to_cq(&static_cast<ShimCq*>(ae.cq->user_context())->cqx);
+  } else if (ae.srq) {
+    event->element.srq = &static_cast<ShimSrq*>(ae.srq->user_context())->srq;
+  } else {
+    event->element.port_num = ae.port_num;
+  }
+  return 0;
+}
+
+void ack_async_event(ibv_async_event*) noexcept {
+  // The engine keeps no per-object event count: destroy never waits for acks.
+}
+
+}  // namespace rocelab::verbs_shim::emulated

@@ -1,0 +1,196 @@
+// Emulated QPs: create (plain and extended), modify (keeping qp->state
+// current, as libibverbs does), query, destroy, and the post verbs.
+#include <pthread.h>
+
+#include <cerrno>
+#include <new>
+
+#include "verbs_shim/convert.h"
+#include "verbs_shim/emulated.h"
+#include "verbs_shim/post_convert.h"
+
+namespace rocelab::verbs_shim {
+
+emu::SendWr to_emu(const ibv_send_wr& wr, std::span<const emu::Sge> sges) {
+  emu::SendWr out;
+  out.wr_id = wr.wr_id;
+  out.sg_list = sges;
+  out.opcode = static_cast<emu::WrOpcode>(wr.opcode);
+  out.send_flags = wr.send_flags;
+  switch (wr.opcode) {
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+      out.imm_data = wr.imm_data;
+      [[fallthrough]];
+    case IBV_WR_RDMA_WRITE:
+    case IBV_WR_RDMA_READ:
+      out.rdma.remote_addr = wr.wr.rdma.remote_addr;
+      out.rdma.rkey = wr.wr.rdma.rkey;
+      break;
+    case IBV_WR_ATOMIC_CMP_AND_SWP:
+    case IBV_WR_ATOMIC_FETCH_AND_ADD:
+      out.atomic.remote_addr = wr.wr.atomic.remote_addr;
+      out.atomic.compare_add = wr.wr.atomic.compare_add;
+      out.atomic.swap = wr.wr.atomic.swap;
+      out.atomic.rkey = wr.wr.atomic.rkey;
+      break;
+    case IBV_WR_SEND_WITH_IMM:
+      out.imm_data = wr.imm_data;
+      break;
+    case IBV_WR_SEND_WITH_INV:
+    case IBV_WR_LOCAL_INV:
+      out.invalidate_rkey = wr.invalidate_rkey;
+      break;
+    case IBV_WR_SEND:
+    case IBV_WR_BIND_MW:
+    case IBV_WR_TSO:
+    case IBV_WR_DRIVER1:
+    case IBV_WR_ATOMIC_WRITE:
+      break;  // the engine rejects what it does not implement
+  }
+  // UD fields share the union with rdma/atomic; they matter only on UD QPs,
+  // where the opcodes above never set those.
+  if (wr.opcode == IBV_WR_SEND || wr.opcode == IBV_WR_SEND_WITH_IMM) {
+    out.ud.ah = wr.wr.ud.ah ? shim(wr.wr.ud.ah)->e : nullptr;
+    out.ud.remote_qpn = wr.wr.ud.remote_qpn;
+    out.ud.remote_qkey = wr.wr.ud.remote_qkey;
+  }
+  return out;
+}
+
+namespace emulated {
+namespace {
+
+ibv_qp* make_qp(ibv_context* ctx, ibv_pd* pd, void* qp_context, ibv_cq* send_cq,
+                ibv_cq* recv_cq, ibv_srq* srq, ibv_qp_cap* cap, ibv_qp_type type, int sq_sig_all) {
+  if (type != IBV_QPT_RC && type != IBV_QPT_UC && type != IBV_QPT_UD) {
+    errno = EOPNOTSUPP;  // XRC, raw packet, driver QPs: not emulated
+    return nullptr;
+  }
+  if (!send_cq || !recv_cq || !is_emu(send_cq->context) || !is_emu(recv_cq->context) ||
+      send_cq->context != ctx || recv_cq->context != ctx || (srq && srq->context != ctx)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  emu::QpInitAttr ia;
+  ia.send_cq = shim(send_cq)->e;
+  ia.recv_cq = shim(recv_cq)->e;
+  ia.srq = srq ? shim(srq)->e : nullptr;
+  ia.cap = from_ibv(*cap);
+  ia.qp_type = static_cast<emu::QpType>(type);
+  ia.sq_sig_all = sq_sig_all != 0;
+  auto qp = engine_of(ctx).create_qp(shim(pd)->e, ia);
+  if (!qp) return fail_null<ibv_qp>(qp.error());
+  auto* q = new (std::nothrow) ShimQp{};
+  WrBatch* batch = new_wr_batch((*qp)->cap().max_send_wr, (*qp)->cap().max_send_sge);
+  if (!q || !batch) {
+    delete q;
+    delete_wr_batch(batch);
+    (void)engine_of(ctx).destroy_qp(*qp);
+    errno = ENOMEM;
+    return nullptr;
+  }
+  q->e = *qp;
+  q->e->set_user_context(q);
+  q->batch = batch;
+  ibv_qp& b = q->qpx.qp_base;
+  b.context = ctx;
+  b.qp_context = qp_context;
+  b.pd = pd;
+  b.send_cq = send_cq;
+  b.recv_cq = recv_cq;
+  b.srq = srq;
+  b.qp_num = q->e->qp_num();
+  b.handle = b.qp_num;
+  b.state = IBV_QPS_RESET;
+  b.qp_type = type;
+  pthread_mutex_init(&b.mutex, nullptr);
+  pthread_cond_init(&b.cond, nullptr);
+  fill_wr_ops(q->qpx);
+  to_ibv(q->e->cap(), cap);  // the caller learns the actual capacities
+  return &b;
+}
+
+}  // namespace
+
+ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) noexcept {
+  return make_qp(pd->context, pd, attr->qp_context, attr->send_cq, attr->recv_cq, attr->srq,
+                 &attr->cap, attr->qp_type, attr->sq_sig_all);
+}
+
+ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* attr) noexcept {
+  constexpr uint32_t kKnown = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  constexpr uint64_t kOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+                            IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+                            IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+                            IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+  if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  if ((attr->comp_mask & ~kKnown) ||
+      ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && (attr->send_ops_flags & ~kOps))) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+  }
+  if (attr->pd->context != ctx) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  return make_qp(ctx, attr->pd, attr->qp_context, attr->send_cq, attr->recv_cq, attr->srq,
+                 &attr->cap, attr->qp_type, attr->sq_sig_all);
+}
+
+ibv_qp_ex* qp_to_qp_ex(ibv_qp* qp) noexcept { return &shim(qp)->qpx; }
+
+int modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) noexcept {
+  ShimQp* q = shim(qp);
+  if (std::error_code ec = q->e->modify(from_ibv(*attr), static_cast<uint32_t>(mask)))
+    return ec.value();
+  qp->state = static_cast<ibv_qp_state>(q->e->state());
+  return 0;
+}
+
+int query_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask, ibv_qp_init_attr* init) noexcept {
+  (void)mask;  // like providers: every attribute is returned
+  emu::QpAttr qa;
+  emu::QpInitAttr ia;
+  if (std::error_code ec = shim(qp)->e->query(&qa, &ia)) return ec.value();
+  to_ibv(qa, attr);
+  qp->state = attr->qp_state;
+  *init = ibv_qp_init_attr{};
+  init->qp_context = qp->qp_context;
+  init->send_cq = qp->send_cq;
+  init->recv_cq = qp->recv_cq;
+  init->srq = qp->srq;
+  to_ibv(ia.cap, &init->cap);
+  init->qp_type = qp->qp_type;
+  init->sq_sig_all = ia.sq_sig_all ? 1 : 0;
+  return 0;
+}
+
+int destroy_qp(ibv_qp* qp) noexcept {
+  ShimQp* q = shim(qp);
+  if (std::error_code ec = engine_of(qp->context).destroy_qp(q->e)) return ec.value();
+  delete_wr_batch(q->batch);
+  pthread_cond_destroy(&qp->cond);
+  pthread_mutex_destroy(&qp->mutex);
+  delete q;
+  return 0;
+}
+
+int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
+  emu::Qp* e = shim(qp)->e;
+  return post_chunks<ibv_send_wr, emu::SendWr>(
+      wr, bad_wr, [](const ibv_send_wr& w, std::span<const emu::Sge> s) { return to_emu(w, s); },
+      [e](std::span<const emu::SendWr> wrs, size_t* n) { return e->post_send(wrs, n); });
+}
+
+int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
+  emu::Qp* e = shim(qp)->e;
+  return post_recv_chunks(wr, bad_wr, [e](std::span<const emu::RecvWr> wrs, size_t* n) {
+    return e->post_recv(wrs, n);
+  });
+}
+
+}  // namespace emulated
+}  // namespace rocelab::verbs_shim

@@ -1,0 +1,216 @@
+// Exported verbs on devices and contexts. Each one serves emulated devices
+// itself and hands everything else to the real libibverbs unchanged.
+#include <infiniband/verbs.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "verbs_shim/device_table.h"
+#include "verbs_shim/emulated.h"
+#include "verbs_shim/real_verbs.h"
+
+// verbs.h routes these names through inline wrappers; we define the exported
+// functions themselves.
+#undef ibv_get_device_list
+#undef ibv_query_port
+
+// Private to libibverbs (driver.h), exported at IBVERBS_PRIVATE_34; ibv_devinfo
+// and perftest call it. *type: 0 = "IB/RoCE v1", 1 = "RoCE v2" (sysfs names).
+extern "C" int ibv_query_gid_type(ibv_context* context, uint8_t port_num, unsigned int index,
+                                  int* type) noexcept;
+
+using rocelab::verbs_shim::DeviceTable;
+using rocelab::verbs_shim::EmuDevice;
+using rocelab::verbs_shim::emu_device;
+using rocelab::verbs_shim::is_emu;
+namespace emulated = rocelab::verbs_shim::emulated;
+
+namespace {
+constexpr const char* k10 = "IBVERBS_1.0";
+constexpr const char* k11 = "IBVERBS_1.1";
+}  // namespace
+
+// The merged list: emulated devices first (so programs that take the first
+// device get rocelab0), then the real ones. The slot before the returned
+// array holds the real list, which ibv_free_device_list hands back.
+extern "C" ibv_device** ibv_get_device_list(int* num_devices) noexcept {
+  auto devices = DeviceTable::get().devices();
+  ibv_device** real_list = nullptr;
+  int n_real = 0;
+  if (auto real = ROCELAB_REAL(ibv_get_device_list, k11)) {
+    int saved = errno;
+    real_list = real(&n_real);
+    if (!real_list) n_real = 0;  // ENOSYS without an RDMA kernel: no real devices
+    errno = saved;
+  }
+  size_t n = devices.size() + static_cast<size_t>(n_real);
+  auto* block = static_cast<ibv_device**>(std::calloc(n + 2, sizeof(ibv_device*)));
+  if (!block) {
+    if (real_list) ROCELAB_REAL(ibv_free_device_list, k11)(real_list);
+    errno = ENOMEM;
+    return nullptr;
+  }
+  block[0] = reinterpret_cast<ibv_device*>(real_list);
+  ibv_device** list = block + 1;
+  size_t i = 0;
+  for (EmuDevice& d : devices) list[i++] = &d.abi.ibdev;
+  for (int r = 0; r < n_real; ++r) list[i++] = real_list[r];
+  list[i] = nullptr;
+  if (num_devices) *num_devices = static_cast<int>(n);
+  return list;
+}
+
+extern "C" void ibv_free_device_list(ibv_device** list) noexcept {
+  if (!list) return;
+  ibv_device** block = list - 1;
+  auto* real_list = reinterpret_cast<ibv_device**>(block[0]);
+  if (real_list) {
+    if (auto real = ROCELAB_REAL(ibv_free_device_list, k11)) real(real_list);
+  }
+  std::free(block);
+}
+
+extern "C" const char* ibv_get_device_name(ibv_device* device) noexcept {
+  if (emu_device(device)) return device->name;
+  return ROCELAB_REAL(ibv_get_device_name, k11)(device);
+}
+
+extern "C" __be64 ibv_get_device_guid(ibv_device* device) noexcept {
+  if (EmuDevice* d = emu_device(device)) return emulated::device_guid(*d);
+  return ROCELAB_REAL(ibv_get_device_guid, k11)(device);
+}
+
+extern "C" int ibv_get_device_index(ibv_device* device) noexcept {
+  if (EmuDevice* d = emu_device(device)) return static_cast<int>(d->index);
+  if (auto real = ROCELAB_REAL(ibv_get_device_index, "IBVERBS_1.9")) return real(device);
+  return -1;
+}
+
+extern "C" ibv_context* ibv_open_device(ibv_device* device) noexcept {
+  if (EmuDevice* d = emu_device(device)) return emulated::open_device(*d);
+  return ROCELAB_REAL(ibv_open_device, k11)(device);
+}
+
+extern "C" int ibv_close_device(ibv_context* context) noexcept {
+  if (is_emu(context)) return emulated::close_device(context);
+  return ROCELAB_REAL(ibv_close_device, k11)(context);
+}
+
+extern "C" int ibv_get_async_event(ibv_context* context, ibv_async_event* event) noexcept {
+  if (is_emu(context)) return emulated::get_async_event(context, event);
+  return ROCELAB_REAL(ibv_get_async_event, k11)(context, event);
+}
+
+extern "C" void ibv_ack_async_event(ibv_async_event* event) noexcept {
+  // The event names its object; the object names its context.
+  ibv_context* ctx = nullptr;
+  switch (event->event_type) {
+    case IBV_EVENT_CQ_ERR:
+      ctx = event->element.cq->context;
+      break;
+    case IBV_EVENT_QP_FATAL:
+    case IBV_EVENT_QP_REQ_ERR:
+    case IBV_EVENT_QP_ACCESS_ERR:
+    case IBV_EVENT_COMM_EST:
+    case IBV_EVENT_SQ_DRAINED:
+    case IBV_EVENT_PATH_MIG:
+    case IBV_EVENT_PATH_MIG_ERR:
+    case IBV_EVENT_QP_LAST_WQE_REACHED:
+      ctx = event->element.qp->context;
+      break;
+    case IBV_EVENT_SRQ_ERR:
+    case IBV_EVENT_SRQ_LIMIT_REACHED:
+      ctx = event->element.srq->context;
+      break;
+    case IBV_EVENT_WQ_FATAL:
+      ctx = event->element.wq->context;
+      break;
+    case IBV_EVENT_DEVICE_FATAL:
+    case IBV_EVENT_PORT_ACTIVE:
+    case IBV_EVENT_PORT_ERR:
+    case IBV_EVENT_LID_CHANGE:
+    case IBV_EVENT_PKEY_CHANGE:
+    case IBV_EVENT_SM_CHANGE:
+    case IBV_EVENT_CLIENT_REREGISTER:
+    case IBV_EVENT_GID_CHANGE:
+      break;  // no object to count acks on: libibverbs does nothing either
+  }
+  if (ctx && is_emu(ctx)) return emulated::ack_async_event(event);
+  ROCELAB_REAL(ibv_ack_async_event, k11)(event);
+}
+
+extern "C" int ibv_query_device(ibv_context* context, ibv_device_attr* device_attr) noexcept {
+  if (is_emu(context)) return emulated::query_device(context, device_attr);
+  return ROCELAB_REAL(ibv_query_device, k11)(context, device_attr);
+}
+
+// The compat entry point: ___ibv_query_port calls it only for contexts without
+// the query_port op (ours have it), and old binaries pass the shorter
+// _compat_ibv_port_attr, which ends before port_cap_flags2.
+extern "C" int ibv_query_port(ibv_context* context, uint8_t port_num,
+                              _compat_ibv_port_attr* port_attr) noexcept {
+  if (is_emu(context)) {
+    ibv_port_attr full{};
+    int rc = emulated::query_port(context, port_num, &full, sizeof full);
+    if (rc == 0) std::memcpy(port_attr, &full, offsetof(ibv_port_attr, port_cap_flags2));
+    return rc;
+  }
+  return ROCELAB_REAL(ibv_query_port, k11)(context, port_num, port_attr);
+}
+
+extern "C" int ibv_query_gid(ibv_context* context, uint8_t port_num, int index,
+                             ibv_gid* gid) noexcept {
+  if (is_emu(context)) return emulated::query_gid(context, port_num, index, gid);
+  return ROCELAB_REAL(ibv_query_gid, k11)(context, port_num, index, gid);
+}
+
+extern "C" int _ibv_query_gid_ex(ibv_context* context, uint32_t port_num, uint32_t gid_index,
+                                 ibv_gid_entry* entry, uint32_t flags, size_t entry_size) noexcept {
+  if (is_emu(context))
+    return emulated::query_gid_ex(context, port_num, gid_index, entry, flags, entry_size);
+  if (auto real = ROCELAB_REAL(_ibv_query_gid_ex, "IBVERBS_1.11"))
+    return real(context, port_num, gid_index, entry, flags, entry_size);
+  return EOPNOTSUPP;
+}
+
+extern "C" ssize_t _ibv_query_gid_table(ibv_context* context, ibv_gid_entry* entries,
+                                        size_t max_entries, uint32_t flags,
+                                        size_t entry_size) noexcept {
+  if (is_emu(context))
+    return emulated::query_gid_table(context, entries, max_entries, flags, entry_size);
+  if (auto real = ROCELAB_REAL(_ibv_query_gid_table, "IBVERBS_1.11"))
+    return real(context, entries, max_entries, flags, entry_size);
+  return -EOPNOTSUPP;
+}
+
+extern "C" int ibv_query_gid_type(ibv_context* context, uint8_t port_num, unsigned int index,
+                                  int* type) noexcept {
+  if (is_emu(context)) return emulated::query_gid_type(context, port_num, index, type);
+  if (auto real = ROCELAB_REAL(ibv_query_gid_type, "IBVERBS_PRIVATE_34"))
+    return real(context, port_num, index, type);
+  errno = EOPNOTSUPP;
+  return -1;
+}
+
+extern "C" int ibv_query_pkey(ibv_context* context, uint8_t port_num, int index,
+                              __be16* pkey) noexcept {
+  if (is_emu(context)) return emulated::query_pkey(context, port_num, index, pkey);
+  return ROCELAB_REAL(ibv_query_pkey, k11)(context, port_num, index, pkey);
+}
+
+extern "C" int ibv_get_pkey_index(ibv_context* context, uint8_t port_num, __be16 pkey) noexcept {
+  if (is_emu(context)) return emulated::get_pkey_index(context, port_num, pkey);
+  if (auto real = ROCELAB_REAL(ibv_get_pkey_index, "IBVERBS_1.5")) return real(context, port_num, pkey);
+  return -EOPNOTSUPP;
+}
+
+extern "C" ibv_comp_channel* ibv_create_comp_channel(ibv_context* context) noexcept {
+  if (is_emu(context)) return emulated::create_comp_channel(context);
+  return ROCELAB_REAL(ibv_create_comp_channel, k10)(context);
+}
+
+extern "C" int ibv_destroy_comp_channel(ibv_comp_channel* channel) noexcept {
+  if (is_emu(channel->context)) return emulated::destroy_comp_channel(channel);
+  return ROCELAB_REAL(ibv_destroy_comp_channel, k10)(channel);
+}

@@ -1,0 +1,89 @@
+// The ibv_* objects the shim hands out for emulated devices. Each is a
+// standard-layout struct whose first member is the libibverbs struct the
+// program sees (so the two pointers convert both ways), followed by the
+// engine object it mirrors. The engine object's user_context points back.
+#pragma once
+#include <infiniband/verbs.h>
+
+#include <type_traits>
+
+#include "emu/device.h"
+#include "emu/objects.h"
+#include "verbs_shim/device_table.h"
+
+namespace rocelab::verbs_shim {
+
+struct ShimContext {
+  verbs_context vctx;  // ibv_context is its last member; sz covers every op slot
+  EmuDevice* dev;
+  emu::Device* engine;
+};
+
+struct ShimPd {
+  ibv_pd pd;
+  emu::Pd* e;
+};
+
+struct ShimMr {
+  ibv_mr mr;
+  emu::Mr* e;
+};
+
+struct ShimChannel {
+  ibv_comp_channel ch;
+  emu::CompChannel* e;
+};
+
+struct ShimCq {
+  ibv_cq_ex cqx;  // every CQ is extended: ibv_cq is its prefix
+  emu::Cq* e;
+  emu::Wc cur;    // the completion ibv_start_poll/ibv_next_poll made current
+};
+
+struct ShimSrq {
+  ibv_srq srq;
+  emu::Srq* e;
+};
+
+struct WrBatch;  // ibv_wr_* work requests between wr_start and wr_complete (emu_qp_ex.cc)
+
+struct ShimQp {
+  ibv_qp_ex qpx;  // every QP is extended: ibv_qp is its prefix
+  emu::Qp* e;
+  WrBatch* batch;  // owned; created with the QP
+};
+
+struct ShimAh {
+  ibv_ah ah;
+  emu::Ah* e;
+};
+
+template <typename T>
+constexpr bool kAbiMirror = std::is_standard_layout_v<T>;
+static_assert(kAbiMirror<ShimContext> && kAbiMirror<ShimPd> && kAbiMirror<ShimMr> &&
+              kAbiMirror<ShimChannel> && kAbiMirror<ShimCq> && kAbiMirror<ShimSrq> &&
+              kAbiMirror<ShimQp> && kAbiMirror<ShimAh>);
+
+inline ShimContext* shim(ibv_context* c) {
+  return reinterpret_cast<ShimContext*>(verbs_get_ctx(c));
+}
+inline ShimPd* shim(ibv_pd* p) { return reinterpret_cast<ShimPd*>(p); }
+inline ShimMr* shim(ibv_mr* m) { return reinterpret_cast<ShimMr*>(m); }
+inline ShimChannel* shim(ibv_comp_channel* c) { return reinterpret_cast<ShimChannel*>(c); }
+inline ShimCq* shim(ibv_cq* c) { return reinterpret_cast<ShimCq*>(c); }
+inline ShimCq* shim(ibv_cq_ex* c) { return reinterpret_cast<ShimCq*>(c); }
+inline ShimSrq* shim(ibv_srq* s) { return reinterpret_cast<ShimSrq*>(s); }
+inline ShimQp* shim(ibv_qp* q) { return reinterpret_cast<ShimQp*>(q); }
+inline ShimQp* shim(ibv_qp_ex* q) { return reinterpret_cast<ShimQp*>(q); }
+inline ShimAh* shim(ibv_ah* a) { return reinterpret_cast<ShimAh*>(a); }
+
+inline emu::Device& engine_of(ibv_context* c) { return *shim(c)->engine; }
+
+// Sets errno to ec's value and returns nullptr (the create_* convention).
+template <typename T>
+T* fail_null(std::error_code ec) {
+  errno = ec.value();
+  return nullptr;
+}
+
+}  // namespace rocelab::verbs_shim

@@ -1,0 +1,111 @@
+// `rocelab run [options] [fault options] -- PROG ARGS...`: runs an unmodified verbs program on
+// emulated RoCE devices. Sets LD_PRELOAD to the shim (build/lib next to
+// build/bin) and the ROCELAB_* configuration (docs/shim.md), then execs the
+// program, so its exit status is rocelab's.
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "emu/transport/fault_config.h"
+#include "tools/commands.h"
+#include "tools/fault_options.h"
+#include "verbs_shim/config.h"
+
+namespace rocelab::tools {
+namespace {
+
+struct RunOptions {
+  std::string devices;
+  std::string ip;
+  uint32_t mtu = 0;
+  std::string pcap;
+  std::string events;
+  emu::FaultConfig faults;
+  std::vector<std::string> command;
+};
+
+std::filesystem::path self_dir() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) throw std::runtime_error("cannot read /proc/self/exe");
+  buf[n] = '\0';
+  return std::filesystem::path(buf).parent_path();
+}
+
+void set(const char* name, const std::string& value) {
+  if (setenv(name, value.c_str(), 1) != 0) throw std::runtime_error(std::string("setenv ") + name);
+}
+
+int run(RunOptions& o) {
+  if (!o.command.empty() && o.command.front() == "--") o.command.erase(o.command.begin());
+  if (o.command.empty()) throw CLI::ValidationError("run", "no program given (rocelab run -- PROG ARGS...)");
+
+  std::filesystem::path shim = shim_library_path();
+  if (!o.devices.empty()) set("ROCELAB_DEVICES", o.devices);
+  if (!o.ip.empty()) set("ROCELAB_IP", o.ip);
+  if (o.mtu != 0) set("ROCELAB_MTU", std::to_string(o.mtu));
+  if (!o.pcap.empty()) set("ROCELAB_PCAP", std::filesystem::absolute(o.pcap).string());
+  if (!o.events.empty()) set("ROCELAB_EVENTS", std::filesystem::absolute(o.events).string());
+
+  // Fault flags given on this command line replace any ROCELAB_* fault
+  // variables already in the environment; without flags those pass through.
+  if (!(o.faults == emu::FaultConfig{})) {
+    for (const auto& [name, value] : emu::to_env(o.faults)) set(name.c_str(), value);
+  }
+
+  // Refuse a bad configuration here, with its message, rather than have the
+  // shim fall back to no emulated devices inside the program.
+  std::string error;
+  if (!verbs_shim::config_from_env(error)) throw CLI::ValidationError("run", error);
+  (void)emu::from_env(&error);
+  if (!error.empty()) throw CLI::ValidationError("run", error);
+
+  const char* old = std::getenv("LD_PRELOAD");
+  std::string preload = shim.string();
+  if (old && *old) preload += std::string(":") + old;
+  set("LD_PRELOAD", preload);
+
+  std::vector<char*> argv;
+  for (std::string& a : o.command) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::fflush(nullptr);
+  execvp(argv[0], argv.data());
+  int e = errno;
+  std::fprintf(stderr, "rocelab run: cannot run %s: %s\n", argv[0], std::strerror(e));
+  return e == ENOENT ? 127 : 126;  // as shells report it
+}
+
+}  // namespace
+
+std::filesystem::path shim_library_path() {
+  std::filesystem::path p = self_dir() / ".." / "lib" / "librocelab_verbs.so";
+  std::error_code ec;
+  std::filesystem::path c = std::filesystem::canonical(p, ec);
+  if (ec) throw std::runtime_error("the verbs shim is missing: " + p.string());
+  return c;
+}
+
+void register_run(CLI::App& app) {
+  auto o = std::make_shared<RunOptions>();
+  auto* cmd = app.add_subcommand("run", "Run an unmodified verbs program on emulated RoCE devices");
+  cmd->add_option("--devices", o->devices, "emulated device names, comma-separated (default rocelab0)");
+  cmd->add_option("--ip", o->ip, "IPv4 address per device, comma-separated (default: first free 127.0.0.x)");
+  cmd->add_option("--mtu", o->mtu, "path MTU of the emulated port (256..4096, default 1024)")
+      ->check(CLI::IsMember({256, 512, 1024, 2048, 4096}));
+  cmd->add_option("--pcap", o->pcap, "write every RoCEv2 packet sent and received to this pcap file");
+  cmd->add_option("--events", o->events, "write the engine's event log to this file");
+  add_fault_options(*cmd, o->faults);
+  cmd->add_option("command", o->command, "the program and its arguments")->required();
+  cmd->prefix_command();
+  cmd->callback([o] { exit_code() = run(*o); });
+}
+
+}  // namespace rocelab::tools
