@@ -136,10 +136,6 @@ int decode_file(const Options& o, const std::string& path, Summary& summary) {
       ec = d.error();
     }
     if (eth || ib) {
-      // Stray bytes after an ACK's (READ request's, atomic's) headers: malformed here.
-      ec = wire::check_no_stray_payload(eth ? eth->roce : ib->roce);
-    }
-    if ((eth || ib) && !ec) {
       const Endpoints e = eth ? endpoints(*eth) : endpoints(*ib);
       const wire::RocePacket& p = eth ? eth->roce : ib->roce;
       const uint32_t computed = eth ? eth->icrc_computed : ib->icrc_computed;

@@ -62,14 +62,9 @@ struct RocePacket {
 inline constexpr size_t kMaxRoceLen = kBthLen + 64 + kMaxMtu + 3 + kIcrcLen;
 
 // Parses a UDP payload. Never reads out of bounds; errors: kTruncated, kOversized,
-// kBadTVer, kUnknownOpcode, kBadPadCount. Does not check the ICRC (it needs the
-// IP header).
+// kBadTVer, kUnknownOpcode, kBadPadCount, kUnexpectedPayload. Does not check the
+// ICRC (it needs the IP header).
 Result<RocePacket> parse_roce(std::span<const std::byte> udp_payload);
-
-// Stricter than parse_roce: kUnexpectedPayload when an opcode that carries no
-// payload (ACK, READ request, atomics, CNP) has bytes after its headers.
-// parse_roce accepts them (the engine ignores them); `rocelab decode` reports them.
-std::error_code check_no_stray_payload(const RocePacket& p);
 
 // Writes BTH and extension headers for h into out; returns their length.
 // pad_count is written as given: encode_roce() sets it from the payload.
@@ -77,7 +72,7 @@ Result<size_t> encode_headers(std::span<std::byte> out, const RoceHeaders& h);
 
 // Writes headers, payload and zeroed pad, and leaves 4 zero bytes for the ICRC.
 // Returns the total transport length (what goes into the UDP payload). Errors:
-// kUnknownOpcode, kPayloadTooLarge, kBufferTooSmall.
+// kUnknownOpcode, kPayloadTooLarge, kUnexpectedPayload, kBufferTooSmall.
 Result<size_t> encode_roce(std::span<std::byte> out, RoceHeaders h,
                            std::span<const std::byte> payload);
 
