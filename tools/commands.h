@@ -11,6 +11,7 @@ int& exit_code();
 
 void register_decode(CLI::App& app);
 void register_opcodes(CLI::App& app);
+void register_loopback(CLI::App& app);
 void register_run(CLI::App& app);
 void register_devices(CLI::App& app);
 

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   rocelab::tools::register_decode(app);
   rocelab::tools::register_opcodes(app);
+  rocelab::tools::register_loopback(app);
   rocelab::tools::register_run(app);
   rocelab::tools::register_devices(app);
   try {
