@@ -137,7 +137,7 @@ Result<RxSocket> allocate_loopback_address(uint8_t first) {
 struct UdpTransport::Impl {
   UdpTransportConfig cfg;
   wire::IpAddr local;
-  asio::io_context io{1};
+  asio::io_context io;  // send sockets may be registered from another thread than wait()'s
   udp::socket rx{io};
   asio::posix::stream_descriptor wake_fd{io};
   asio::steady_timer sleep_timer{io};
@@ -292,6 +292,14 @@ Result<uint16_t> UdpTransport::reserve_source_port(uint16_t preferred) {
 
 namespace {
 
+bool is_loopback(const wire::IpAddr& a) {
+  if (!a.v6) return a.b[0] == 127;
+  for (size_t i = 0; i < 15; ++i) {
+    if (a.b[i] != 0) return false;
+  }
+  return a.b[15] == 1;
+}
+
 bool same_endpoint(const wire::IpUdpInfo& a, const wire::IpUdpInfo& b) {
   return a.dst == b.dst && a.dport == b.dport && a.sport == b.sport && a.tclass == b.tclass &&
          a.ttl == b.ttl;
@@ -320,7 +328,8 @@ size_t UdpTransport::Impl::send_run(int fd, std::span<const Datagram> run) {
     size_t nmsg = 0, niov = 0, j = i;
     while (j < run.size() && nmsg < kTxMsgs) {
       const Datagram& d = run[j];
-      const bool gso_ok = cfg.gso && (d.ip.dst.v6 || cfg.gso_ipv4);
+      const bool gso_ok = is_loopback(d.ip.dst) ? cfg.gso_loopback
+                                                : cfg.gso && (d.ip.dst.v6 || cfg.gso_ipv4);
       size_t segs = 1, bytes = d.payload.size();
       tx_iov[niov] = {const_cast<std::byte*>(d.payload.data()), d.payload.size()};
       if (gso_ok) {

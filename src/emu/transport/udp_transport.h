@@ -15,10 +15,13 @@
 // Send sockets are bound lazily per source port in 0xC000-0xFFFF; call
 // reserve_source_port() first to learn which ports are usable. Runs of datagrams
 // from one source port to one destination with equal sizes (the last may be
-// shorter) leave as one UDP GSO send — by default only over IPv6: when the
-// kernel segments an IPv4 GSO packet in software it numbers the IDs 0, 1, 2, ...,
-// which breaks the ICRC of every segment but the first (see gso_ipv4;
-// tests/emu/transport/udp_netns_test.cc shows it on a veth pair).
+// shorter) may leave as one UDP GSO send. By default only over IPv6 off
+// loopback: when the kernel segments an IPv4 GSO packet in software it numbers
+// the IDs 0, 1, 2, ..., which breaks the ICRC of every segment but the first
+// (tests/emu/transport/udp_netns_test.cc shows it on a veth pair); and on
+// loopback nothing segments at all, so `tshark -i lo` would see one
+// super-datagram instead of genuine RoCEv2 packets (a rocelab receiver with GRO
+// splits it correctly: gso_loopback trades that for 3-5x the packet rate).
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -38,9 +41,9 @@ inline constexpr uint16_t kFirstSourcePort = 0xC000;  // RoCEv2 source ports: 0x
 struct UdpTransportConfig {
   size_t rx_batch = 32;        // recvmmsg slots (each holds one GRO super-datagram)
   bool gro = true;             // UDP_GRO on the receive socket
-  bool gso = true;             // UDP_SEGMENT for runs of equal-size datagrams (IPv6)
-  bool gso_ipv4 = false;       // also over IPv4: only safe when nothing segments in software
-                               // on the path (loopback to a GRO receiver), see above
+  bool gso = true;             // UDP_SEGMENT for runs of equal-size datagrams: IPv6 ...
+  bool gso_ipv4 = false;       // ... and IPv4 (breaks the ICRC where the kernel segments)
+  bool gso_loopback = false;   // ... and to loopback addresses (127/8, ::1), both families
   int socket_buffer_bytes = 4 << 20;  // SO_RCVBUF / SO_SNDBUF (forced when permitted)
 };
 
@@ -91,7 +94,7 @@ class UdpTransport final : public Transport {
   // namespace: reserve ports from the namespace the transport was opened in.
   // Returns `preferred` when it is free or already ours, otherwise the next
   // free one upward (wrapping); 0 means "any". address_in_use when none is free.
-  Result<uint16_t> reserve_source_port(uint16_t preferred = 0);
+  Result<uint16_t> reserve_source_port(uint16_t preferred = 0) override;
 
   const wire::IpAddr& local_address() const override;
   // Datagrams whose ip.src is not local_address(), or whose source port is

@@ -66,7 +66,7 @@ TEST(HotPath, UdpTransportAllocatesNothingInSteadyState) {
   auto rb = allocate_loopback_address();
   ASSERT_TRUE(ra && rb);
   UdpTransportConfig cfg;
-  cfg.gso_ipv4 = true;  // the GSO and GRO paths too
+  cfg.gso_loopback = true;  // the GSO and GRO paths too
   auto a = UdpTransport::open(std::move(*ra), cfg);
   auto b = UdpTransport::open(std::move(*rb), cfg);
   ASSERT_TRUE(a && b);
