@@ -53,7 +53,10 @@ struct Side {
   Qp* qp = nullptr;
   std::vector<std::byte> buf;
   Mr* mr = nullptr;
-  uint64_t addr() const { return reinterpret_cast<uint64_t>(buf.data()); }
+  // Registered at a fixed iova (as ibv_reg_mr_iova does), so that addresses on
+  // the wire, and with them simulated runs, do not depend on where the heap is.
+  uint64_t iova = 0;
+  uint64_t addr() const { return iova; }
 };
 
 template <typename T>
@@ -130,7 +133,8 @@ class Loopback {
     s.scq = must(s.dev->create_cq(1024, s.ch, 0), "create_cq");
     s.rcq = must(s.dev->create_cq(1024, s.ch, 0), "create_cq");
     s.buf.assign(std::max<size_t>(o_.size, 64) + 64, std::byte{0});
-    s.mr = must(s.dev->reg_mr(s.pd, s.buf.data(), s.buf.size(), s.addr(), kAccess), "reg_mr");
+    s.iova = uint64_t{host} << 32;
+    s.mr = must(s.dev->reg_mr(s.pd, s.buf.data(), s.buf.size(), s.iova, kAccess), "reg_mr");
     QpInitAttr ia;
     ia.send_cq = s.scq;
     ia.recv_cq = s.rcq;
