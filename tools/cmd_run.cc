@@ -1,4 +1,4 @@
-// `rocelab run [options] -- PROG ARGS...`: runs an unmodified verbs program on
+// `rocelab run [options] [fault options] -- PROG ARGS...`: runs an unmodified verbs program on
 // emulated RoCE devices. Sets LD_PRELOAD to the shim (build/lib next to
 // build/bin) and the ROCELAB_* configuration (docs/shim.md), then execs the
 // program, so its exit status is rocelab's.
@@ -14,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "emu/transport/fault_config.h"
 #include "tools/commands.h"
+#include "tools/fault_options.h"
 #include "verbs_shim/config.h"
 
 namespace rocelab::tools {
@@ -26,6 +28,7 @@ struct RunOptions {
   uint32_t mtu = 0;
   std::string pcap;
   std::string events;
+  emu::FaultConfig faults;
   std::vector<std::string> command;
 };
 
@@ -52,10 +55,18 @@ int run(RunOptions& o) {
   if (!o.pcap.empty()) set("ROCELAB_PCAP", std::filesystem::absolute(o.pcap).string());
   if (!o.events.empty()) set("ROCELAB_EVENTS", std::filesystem::absolute(o.events).string());
 
+  // Fault flags given on this command line replace any ROCELAB_* fault
+  // variables already in the environment; without flags those pass through.
+  if (!(o.faults == emu::FaultConfig{})) {
+    for (const auto& [name, value] : emu::to_env(o.faults)) set(name.c_str(), value);
+  }
+
   // Refuse a bad configuration here, with its message, rather than have the
   // shim fall back to no emulated devices inside the program.
   std::string error;
   if (!verbs_shim::config_from_env(error)) throw CLI::ValidationError("run", error);
+  (void)emu::from_env(&error);
+  if (!error.empty()) throw CLI::ValidationError("run", error);
 
   const char* old = std::getenv("LD_PRELOAD");
   std::string preload = shim.string();
@@ -91,6 +102,7 @@ void register_run(CLI::App& app) {
       ->check(CLI::IsMember({256, 512, 1024, 2048, 4096}));
   cmd->add_option("--pcap", o->pcap, "write every RoCEv2 packet sent and received to this pcap file");
   cmd->add_option("--events", o->events, "write the engine's event log to this file");
+  add_fault_options(*cmd, o->faults);
   cmd->add_option("command", o->command, "the program and its arguments")->required();
   cmd->prefix_command();
   cmd->callback([o] { exit_code() = run(*o); });

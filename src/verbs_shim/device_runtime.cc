@@ -1,13 +1,10 @@
 #include "verbs_shim/device_runtime.h"
 
+#include <chrono>
+
 #include "verbs_shim/transport_factory.h"
 
 namespace rocelab::verbs_shim {
-
-struct DeviceRuntime::Taps {
-  std::unique_ptr<emu::PacketTap> pcap;
-  std::unique_ptr<emu::EventSink> events;
-};
 
 DeviceRuntime::DeviceRuntime() = default;
 
@@ -37,16 +34,18 @@ wire::Result<emu::Device*> DeviceRuntime::acquire(const DeviceConfig& dev,
   }
   if (std::error_code ec = ensure_transport(dev, cfg)) return ec;
   if (!taps_) {
-    auto taps = make_taps(dev, cfg);
+    auto wall = std::chrono::duration_cast<emu::Nanos>(
+        std::chrono::system_clock::now().time_since_epoch());
+    auto taps = make_taps(dev, cfg, wall - parked_->now());
     if (!taps) return taps.error();
-    taps_ = std::make_unique<Taps>(Taps{std::move(taps->pcap), std::move(taps->events)});
+    taps_ = std::move(*taps);
   }
   emu::DeviceConfig dc;
   dc.name = dev.name;
   emu::mtu_from_bytes(cfg.mtu, &dc.active_mtu);
   dc.helper_thread = true;
   dc.tap = taps_->pcap.get();
-  dc.events = taps_->events.get();
+  dc.events = taps_->events;
   auto d = emu::Device::create(std::move(parked_), std::move(dc));
   if (!d) return d.error();
   engine_ = std::move(*d);
@@ -56,7 +55,7 @@ wire::Result<emu::Device*> DeviceRuntime::acquire(const DeviceConfig& dev,
 
 void DeviceRuntime::release() noexcept {
   std::unique_ptr<emu::Device> dying;
-  std::unique_ptr<Taps> dying_taps;
+  std::unique_ptr<DeviceTaps> dying_taps;
   {
     std::lock_guard lock(mu_);
     if (--users_ > 0) return;

@@ -10,6 +10,7 @@
 #include "emu/device.h"
 #include "emu/transport/transport.h"
 #include "verbs_shim/config.h"
+#include "verbs_shim/transport_factory.h"
 #include "wire/error.h"
 #include "wire/ip_udp.h"
 
@@ -39,8 +40,7 @@ class DeviceRuntime {
   std::unique_ptr<emu::Device> engine_;
   wire::IpAddr address_{};
   bool have_address_ = false;
-  struct Taps;                   // pcap writer and event log (device_runtime.cc)
-  std::unique_ptr<Taps> taps_;
+  std::unique_ptr<DeviceTaps> taps_;  // pcap and event log, outlive the engine
 };
 
 }  // namespace rocelab::verbs_shim

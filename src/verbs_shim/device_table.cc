@@ -49,9 +49,12 @@ EmuDevice* DeviceTable::find(const ibv_device* dev) noexcept {
 }
 
 __be64 guid_for(const wire::IpAddr& ip) noexcept {
-  // 02:52:4c:fe (locally administered, "RL") then the IPv4 address; stored
-  // big-endian as ibv_device_attr.node_guid is.
-  uint8_t b[8] = {0x02, 0x52, 0x4c, 0xfe, ip.b[0], ip.b[1], ip.b[2], ip.b[3]};
+  // What the engine reports as node_guid (emu::Device::node_guid): the EUI-64
+  // of the address's MAC, as rxe derives it from its netdev. Big-endian, as
+  // ibv_get_device_guid returns it.
+  const auto mac = wire::mac_for(ip);
+  const uint8_t b[8] = {static_cast<uint8_t>(mac[0] ^ 0x02), mac[1], mac[2], 0xFF, 0xFE,
+                        mac[3], mac[4], mac[5]};
   __be64 out;
   std::memcpy(&out, b, sizeof out);
   return out;

@@ -52,7 +52,7 @@ class DeviceTable {
 inline EmuDevice* emu_device(const ibv_device* dev) noexcept { return DeviceTable::get().find(dev); }
 inline bool is_emu(const ibv_context* ctx) noexcept { return ctx && emu_device(ctx->device) != nullptr; }
 
-// GUID from an IPv4 address, in the style of an EUI-64 from a MAC.
+// The node GUID of the device on `ip` (network order), known before the engine starts.
 __be64 guid_for(const wire::IpAddr& ip) noexcept;
 
 }  // namespace rocelab::verbs_shim

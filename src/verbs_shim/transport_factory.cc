@@ -1,17 +1,85 @@
 #include "verbs_shim/transport_factory.h"
 
 #include <cerrno>
+#include <cstdio>
+
+#include "emu/transport/fault_config.h"
+#include "emu/transport/fault_injector.h"
+#include "emu/transport/udp_transport.h"
 
 namespace rocelab::verbs_shim {
 
-// TODO(shim): the UDP transport, fault injector, pcap tap and event log land
-// from branch `transport`/`emu`; until then no emulated device can open.
-wire::Result<std::unique_ptr<emu::Transport>> make_transport(const DeviceConfig&, const ShimConfig&) {
-  return std::error_code(ENODEV, std::generic_category());
+wire::Result<std::unique_ptr<emu::Transport>> make_transport(const DeviceConfig& dev,
+                                                             const ShimConfig&) {
+  std::unique_ptr<emu::Transport> t;
+  if (dev.ip) {
+    auto udp = emu::UdpTransport::open(*dev.ip);
+    if (!udp) {
+      std::fprintf(stderr, "rocelab shim: %s: cannot bind %s:4791: %s\n", dev.name.c_str(),
+                   dev.ip->to_string().c_str(), udp.error().message().c_str());
+      return udp.error();
+    }
+    t = std::move(*udp);
+  } else {
+    auto rx = emu::allocate_loopback_address();
+    if (!rx) {
+      std::fprintf(stderr, "rocelab shim: %s: no free 127.0.0.x address: %s\n", dev.name.c_str(),
+                   rx.error().message().c_str());
+      return rx.error();
+    }
+    auto udp = emu::UdpTransport::open(std::move(*rx));
+    if (!udp) return udp.error();
+    t = std::move(*udp);
+  }
+  std::string error;
+  emu::FaultConfig faults = emu::from_env(&error);
+  if (!error.empty()) {
+    std::fprintf(stderr, "rocelab shim: %s\n", error.c_str());
+    return std::error_code(EINVAL, std::generic_category());
+  }
+  if (faults.active()) {
+    auto inj = emu::FaultInjector::wrap(std::move(t), faults, &error);
+    if (!inj) {
+      std::fprintf(stderr, "rocelab shim: faults: %s\n", error.c_str());
+      return std::error_code(EINVAL, std::generic_category());
+    }
+    t = std::move(inj);
+  }
+  return t;
 }
 
-wire::Result<DeviceTaps> make_taps(const DeviceConfig&, const ShimConfig&) {
-  return DeviceTaps{};
+wire::Result<std::unique_ptr<DeviceTaps>> make_taps(const DeviceConfig& dev, const ShimConfig& cfg,
+                                                    emu::Nanos clock_offset) {
+  auto taps = std::make_unique<DeviceTaps>();
+  // Several devices: <path> for the first, <path>.<name> for the others.
+  auto path_for = [&](const std::string& base) {
+    bool first = cfg.devices.empty() || cfg.devices.front().name == dev.name;
+    return first ? base : base + "." + dev.name;
+  };
+  if (!cfg.pcap_path.empty()) {
+    std::string path = path_for(cfg.pcap_path), detail;
+    auto w = wire::PcapWriter::open(path, wire::PcapWriter::Options{}, &detail);
+    if (!w) {
+      std::fprintf(stderr, "rocelab shim: cannot write %s: %s\n", path.c_str(),
+                   detail.empty() ? w.error().message().c_str() : detail.c_str());
+      return w.error();
+    }
+    taps->pcap_file = std::make_unique<wire::PcapWriter>(std::move(*w));
+    taps->pcap = std::make_unique<emu::PcapTap>(*taps->pcap_file, emu::PcapTap::Dirs::kBoth,
+                                                clock_offset);
+  }
+  if (!cfg.events_path.empty()) {
+    std::string path = path_for(cfg.events_path);
+    auto log = emu::EventLog::open(path);
+    if (!log) {
+      std::fprintf(stderr, "rocelab shim: cannot write %s: %s\n", path.c_str(),
+                   log.error().message().c_str());
+      return log.error();
+    }
+    taps->log = std::move(*log);
+    taps->events = taps->log->sink_for(dev.name);
+  }
+  return taps;
 }
 
 }  // namespace rocelab::verbs_shim

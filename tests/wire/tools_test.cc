@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "wire/frame.h"
+#include "wire/ib_native.h"
 #include "wire/pcap_reader.h"
 #include "wire/pcap_writer.h"
 
@@ -236,6 +237,41 @@ TEST(Tshark, AgreesOnTheRealCaptures) {
   EXPECT_EQ(compared, 12 + 12 + 105 + 1 + 1);
 }
 
+// Native InfiniBand in ERF: Wireshark and decode_ib read the same BTH and DETH.
+TEST(Tshark, AgreesOnNativeInfiniband) {
+  const std::string path = std::string(ROCELAB_SHARED_DIR) +
+                           "/traces/public/srinivaskoritala_infiniband.pcap";
+  auto reader = PcapReader::open(path);
+  ASSERT_TRUE(reader);
+  const auto rows = tshark_rows(path);
+  size_t frame = 0;
+  for (;;) {
+    auto f = reader->next();
+    ASSERT_TRUE(f);
+    if (!f->has_value()) break;
+    const auto& c = rows.at(frame++);
+    auto rec = parse_erf((*f)->data);
+    ASSERT_TRUE(rec);
+    auto ib = decode_ib(rec->payload);
+    ASSERT_TRUE(ib) << "frame " << frame;
+    const RoceHeaders& h = ib->roce.hdr;
+    EXPECT_EQ(num(c[kOpcode]), h.bth.opcode) << "frame " << frame;
+    EXPECT_EQ(num(c[kDestQp]), h.bth.dest_qpn.value()) << "frame " << frame;
+    EXPECT_EQ(num(c[kPsn]), h.bth.psn.value()) << "frame " << frame;
+    EXPECT_EQ(num(c[kA]), h.bth.ack_req) << "frame " << frame;
+    EXPECT_EQ(num(c[kCrc]), bswap(ib->roce.icrc)) << "frame " << frame;
+    if (h.info().carries(Hdr::kDeth)) {
+      EXPECT_EQ(num(c[kQkey]), h.deth.qkey) << "frame " << frame;
+      EXPECT_EQ(num(c[kSrcQp]), h.deth.src_qpn.value()) << "frame " << frame;
+    }
+    if (h.info().carries(Hdr::kAeth)) {
+      EXPECT_EQ(num(c[kSyndrome]), h.aeth.syndrome) << "frame " << frame;
+      EXPECT_EQ(num(c[kMsn]), h.aeth.msn) << "frame " << frame;
+    }
+  }
+  EXPECT_EQ(frame, 43u);
+}
+
 // scapy.contrib.roce computes every ICRC of traces/opcodes.pcap as we do.
 TEST(Scapy, ComputesTheSameIcrcs) {
   Output r = run("/usr/bin/python3 " + quote(std::string(ROCELAB_SOURCE_DIR) + "/tests/wire/scapy_icrc.py") +
@@ -320,6 +356,22 @@ TEST(Cli, UnreadableFilesExit2) {
   EXPECT_NE(r.err.find(text + ".missing: cannot read as a capture: No such file or directory"),
             std::string::npos);
   ::unlink(text.c_str());
+}
+
+// A capture cut in the middle of a record: the frames before the cut are
+// decoded, then one line names the file and the exit status is 2.
+TEST(Cli, DamagedCaptureExits2AfterTheGoodFrames) {
+  const std::string cut = temp_path("cut.pcap");
+  const std::string whole = slurp(kOpcodesPcap);
+  // pcap header 24 bytes, then frame 1: record header 16 + 94 bytes; cut inside frame 2.
+  std::ofstream(cut, std::ios::binary) << whole.substr(0, 24 + 16 + 94 + 16 + 10);
+  Output r = run(quote(kRocelab) + " decode " + quote(cut));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(split(r.out, '\n').size(), 2u) << r.out;  // frame 1 and the file line
+  EXPECT_NE(r.out.find("RC SEND First QP=0x000012 PSN=1000"), std::string::npos);
+  EXPECT_EQ(split(r.err, '\n').size(), 1u) << r.err;
+  EXPECT_NE(r.err.find(cut + ": damaged capture after frame 1"), std::string::npos) << r.err;
+  ::unlink(cut.c_str());
 }
 
 // A bad ICRC and a malformed packet each print their line, are counted, do not

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -59,9 +60,12 @@ class Capture {
       pid_ = -1;
       return;
     }
-    // Wait (bounded) for "Capturing on".
-    for (int i = 0; i < 200; ++i) {
-      if (log().find("Capturing on") != std::string::npos) {
+    // Wait (bounded) for the pcap file header: dumpcap prints "Capturing on"
+    // before it opens the interface, but writes the header only after the
+    // interface is open and its filter set.
+    for (int i = 0; i < 400; ++i) {
+      struct stat st;
+      if (::stat(file_.c_str(), &st) == 0 && st.st_size >= 24) {
         ok_ = true;
         return;
       }
@@ -73,7 +77,7 @@ class Capture {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    error_ = "dumpcap did not start capturing: " + log();
+    error_ = "dumpcap did not start capturing within 20 s: " + log();
   }
 
   ~Capture() {

@@ -29,6 +29,8 @@ inline Frame make_frame(const wire::IpUdpInfo& ip, uint8_t opcode, uint32_t psn,
   h.bth.ack_req = true;
   h.reth = {0x1000, 0x1234, static_cast<uint32_t>(payload_len)};
   h.aeth = wire::Aeth::ack(psn);
+  // Opcodes that carry no payload (ACK, READ request, atomics) get none: the encoder refuses it.
+  if (!wire::op_info(opcode).is(wire::OpClass::kPayload)) payload_len = 0;
   std::vector<std::byte> payload(payload_len);
   for (size_t i = 0; i < payload_len; ++i) payload[i] = std::byte(static_cast<uint8_t>(psn + i));
   Frame f;

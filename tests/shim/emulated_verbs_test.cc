@@ -1,0 +1,345 @@
+// The emulated side of the shim as a program sees it: libibverbs' API (this
+// test links -libverbs and runs with librocelab_verbs.so preloaded, device
+// rocelab0 on a free 127.0.0.x). Queries, the errno each invalid call gives
+// (what libibverbs and rxe give), completion channels, the extended CQ and QP
+// APIs, and data moved between two RC QPs of the device (to its own address).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <infiniband/verbs.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+// Bounded wait for completions: the engine runs on real sockets, so this is
+// a loop count, never a timed assertion.
+int poll_n(ibv_cq* cq, int n, ibv_wc* wc) {
+  int got = 0;
+  for (int spins = 0; got < n && spins < 2'000'000; ++spins) {
+    int r = ibv_poll_cq(cq, n - got, wc + got);
+    if (r < 0) return r;
+    got += r;
+    if (r == 0 && spins > 1000) usleep(50);
+  }
+  return got;
+}
+
+class Emulated : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int n = 0;
+    list_ = ibv_get_device_list(&n);
+    ASSERT_NE(list_, nullptr);
+    ASSERT_GE(n, 1);
+    ASSERT_STREQ(ibv_get_device_name(list_[0]), "rocelab0") << "is the shim preloaded?";
+    ctx_ = ibv_open_device(list_[0]);
+    ASSERT_NE(ctx_, nullptr) << std::strerror(errno);
+    pd_ = ibv_alloc_pd(ctx_);
+    ASSERT_NE(pd_, nullptr);
+  }
+  void TearDown() override {
+    if (pd_) {
+      EXPECT_EQ(ibv_dealloc_pd(pd_), 0);
+    }
+    if (ctx_) {
+      EXPECT_EQ(ibv_close_device(ctx_), 0);
+    }
+    if (list_) ibv_free_device_list(list_);
+  }
+
+  ibv_qp* rc_qp(ibv_cq* cq) {
+    ibv_qp_init_attr a{};
+    a.send_cq = a.recv_cq = cq;
+    a.qp_type = IBV_QPT_RC;
+    a.cap.max_send_wr = a.cap.max_recv_wr = 16;
+    a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+    a.cap.max_inline_data = 64;
+    return ibv_create_qp(pd_, &a);
+  }
+
+  // RESET -> INIT -> RTR -> RTS towards `peer` on this device's own GID.
+  void connect(ibv_qp* qp, uint32_t peer) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_LOCAL_WRITE;
+    ASSERT_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+    EXPECT_EQ(qp->state, IBV_QPS_INIT);
+    a = {};
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = IBV_MTU_1024;
+    a.dest_qp_num = peer;
+    a.rq_psn = 100;
+    a.max_dest_rd_atomic = 1;
+    a.min_rnr_timer = 12;
+    a.ah_attr.is_global = 1;
+    a.ah_attr.port_num = 1;
+    a.ah_attr.grh.hop_limit = 1;
+    ASSERT_EQ(ibv_query_gid(ctx_, 1, 0, &a.ah_attr.grh.dgid), 0);
+    ASSERT_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                                        IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+                                        IBV_QP_MIN_RNR_TIMER), 0);
+    EXPECT_EQ(qp->state, IBV_QPS_RTR);
+    a = {};
+    a.qp_state = IBV_QPS_RTS;
+    a.timeout = 14;
+    a.retry_cnt = 7;
+    a.rnr_retry = 7;
+    a.sq_psn = 100;
+    a.max_rd_atomic = 1;
+    ASSERT_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                                        IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC), 0);
+    EXPECT_EQ(qp->state, IBV_QPS_RTS);
+  }
+
+  ibv_device** list_ = nullptr;
+  ibv_context* ctx_ = nullptr;
+  ibv_pd* pd_ = nullptr;
+};
+
+TEST_F(Emulated, DevicePortGidPkey) {
+  ibv_device_attr d;
+  ASSERT_EQ(ibv_query_device(ctx_, &d), 0);
+  EXPECT_EQ(d.phys_port_cnt, 1);
+  EXPECT_EQ(d.node_guid, ibv_get_device_guid(list_[0]));  // one identity, both ways
+  ibv_device_attr_ex dx;
+  ASSERT_EQ(ibv_query_device_ex(ctx_, nullptr, &dx), 0);
+  EXPECT_EQ(dx.orig_attr.vendor_id, d.vendor_id);
+
+  ibv_port_attr p;
+  ASSERT_EQ(ibv_query_port(ctx_, 1, &p), 0);  // through the context's query_port op
+  EXPECT_EQ(p.state, IBV_PORT_ACTIVE);
+  EXPECT_EQ(p.link_layer, IBV_LINK_LAYER_ETHERNET);
+  EXPECT_EQ(p.active_mtu, IBV_MTU_1024);
+  EXPECT_EQ(ibv_query_port(ctx_, 2, &p), EINVAL);
+
+  ibv_gid gid;
+  ASSERT_EQ(ibv_query_gid(ctx_, 1, 0, &gid), 0);
+  const uint8_t v4_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  EXPECT_EQ(std::memcmp(gid.raw, v4_prefix, 12), 0);
+  EXPECT_EQ(gid.raw[12], 127);
+  ibv_gid_entry e;
+  ASSERT_EQ(ibv_query_gid_ex(ctx_, 1, 0, &e, 0), 0);
+  EXPECT_EQ(e.gid_type, IBV_GID_TYPE_ROCE_V2);
+  EXPECT_EQ(std::memcmp(e.gid.raw, gid.raw, 16), 0);
+  EXPECT_EQ(ibv_query_gid_ex(ctx_, 1, 1, &e, 0), ENODATA);  // an empty slot
+  EXPECT_EQ(ibv_query_gid_ex(ctx_, 1, p.gid_tbl_len, &e, 0), EINVAL);
+  std::vector<ibv_gid_entry> table(static_cast<size_t>(p.gid_tbl_len));
+  EXPECT_EQ(ibv_query_gid_table(ctx_, table.data(), table.size(), 0), 1);
+
+  __be16 pkey;
+  ASSERT_EQ(ibv_query_pkey(ctx_, 1, 0, &pkey), 0);
+  EXPECT_EQ(be16toh(pkey), 0xffff);
+  EXPECT_EQ(ibv_get_pkey_index(ctx_, 1, htobe16(0xffff)), 0);
+}
+
+TEST_F(Emulated, InvalidArgumentsGiveLibibverbsErrno) {
+  errno = 0;
+  EXPECT_EQ(ibv_create_cq(ctx_, 0, nullptr, nullptr, 0), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  errno = 0;
+  EXPECT_EQ(ibv_create_cq(ctx_, 16, nullptr, nullptr, 5), nullptr);  // one comp vector
+  EXPECT_EQ(errno, EINVAL);
+  errno = 0;
+  EXPECT_EQ(ibv_alloc_mw(pd_, IBV_MW_TYPE_1), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  ibv_xrcd_init_attr xa{};
+  xa.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
+  xa.fd = -1;
+  xa.oflags = O_CREAT;
+  errno = 0;
+  EXPECT_EQ(ibv_open_xrcd(ctx_, &xa), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+
+  ibv_cq* cq = ibv_create_cq(ctx_, 16, nullptr, nullptr, 0);
+  ASSERT_NE(cq, nullptr);
+  ibv_qp_init_attr qa{};
+  qa.send_cq = qa.recv_cq = cq;
+  qa.qp_type = IBV_QPT_XRC_SEND;
+  qa.cap.max_send_wr = 1;
+  errno = 0;
+  EXPECT_EQ(ibv_create_qp(pd_, &qa), nullptr);
+  EXPECT_NE(errno, 0);
+
+  ibv_qp* qp = rc_qp(cq);
+  ASSERT_NE(qp, nullptr);
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_RTS;  // RESET -> RTS is no transition (IBTA 10.3.1)
+  EXPECT_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE), EINVAL);
+  EXPECT_EQ(qp->state, IBV_QPS_RESET);
+
+  char buf[64];
+  ibv_mr* mr = ibv_reg_mr(pd_, buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
+  ASSERT_NE(mr, nullptr);
+  EXPECT_EQ(ibv_dealloc_pd(pd_), EBUSY);  // the MR and QP still use it
+  EXPECT_EQ(ibv_destroy_qp(qp), 0);
+  EXPECT_EQ(ibv_destroy_cq(cq), 0);
+  EXPECT_EQ(ibv_dereg_mr(mr), 0);
+}
+
+TEST_F(Emulated, RcSendThroughCompletionChannel) {
+  ibv_comp_channel* ch = ibv_create_comp_channel(ctx_);
+  ASSERT_NE(ch, nullptr);
+  ibv_cq* scq = ibv_create_cq(ctx_, 16, this, ch, 0);
+  ibv_cq* rcq = ibv_create_cq(ctx_, 16, nullptr, nullptr, 0);
+  ASSERT_NE(scq, nullptr);
+  ASSERT_NE(rcq, nullptr);
+  EXPECT_EQ(ibv_destroy_comp_channel(ch), EBUSY);  // a CQ uses it
+
+  ibv_qp_init_attr ia{};
+  ia.send_cq = scq;
+  ia.recv_cq = rcq;
+  ia.qp_type = IBV_QPT_RC;
+  ia.cap.max_send_wr = ia.cap.max_recv_wr = 8;
+  ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+  ibv_qp* a = ibv_create_qp(pd_, &ia);
+  ibv_qp* b = ibv_create_qp(pd_, &ia);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  connect(a, b->qp_num);
+  connect(b, a->qp_num);
+
+  std::vector<uint8_t> src(4096), dst(4096, 0);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 7);
+  ibv_mr* smr = ibv_reg_mr(pd_, src.data(), src.size(), IBV_ACCESS_LOCAL_WRITE);
+  ibv_mr* dmr = ibv_reg_mr(pd_, dst.data(), dst.size(), IBV_ACCESS_LOCAL_WRITE);
+  ASSERT_NE(smr, nullptr);
+  ASSERT_NE(dmr, nullptr);
+
+  // Non-blocking channel with nothing pending: EAGAIN, like a kernel channel.
+  int flags = fcntl(ch->fd, F_GETFL);
+  ASSERT_EQ(fcntl(ch->fd, F_SETFL, flags | O_NONBLOCK), 0);
+  ibv_cq* ev_cq = nullptr;
+  void* ev_ctx = nullptr;
+  errno = 0;
+  EXPECT_EQ(ibv_get_cq_event(ch, &ev_cq, &ev_ctx), -1);
+  EXPECT_EQ(errno, EAGAIN);
+  ASSERT_EQ(fcntl(ch->fd, F_SETFL, flags), 0);
+
+  ibv_sge rs{reinterpret_cast<uintptr_t>(dst.data()), 4096, dmr->lkey};
+  ibv_recv_wr rwr{}, *bad_r = nullptr;
+  rwr.wr_id = 7;
+  rwr.sg_list = &rs;
+  rwr.num_sge = 1;
+  ASSERT_EQ(ibv_post_recv(b, &rwr, &bad_r), 0);
+  ASSERT_EQ(ibv_req_notify_cq(scq, 0), 0);
+  ibv_sge ss{reinterpret_cast<uintptr_t>(src.data()), 4096, smr->lkey};
+  ibv_send_wr swr{}, *bad_s = nullptr;
+  swr.wr_id = 9;
+  swr.sg_list = &ss;
+  swr.num_sge = 1;
+  swr.opcode = IBV_WR_SEND;
+  swr.send_flags = IBV_SEND_SIGNALED;
+  ASSERT_EQ(ibv_post_send(a, &swr, &bad_s), 0);
+
+  // Blocks until the ACK came back: the device's helper thread makes the
+  // progress while this thread sleeps. The fd is pollable first.
+  pollfd pfd{ch->fd, POLLIN, 0};
+  ASSERT_EQ(poll(&pfd, 1, 30'000), 1);
+  ASSERT_EQ(ibv_get_cq_event(ch, &ev_cq, &ev_ctx), 0);
+  EXPECT_EQ(ev_cq, scq);
+  EXPECT_EQ(ev_ctx, this);
+  ibv_ack_cq_events(scq, 1);
+  ibv_wc wc[2];
+  ASSERT_EQ(poll_n(scq, 1, wc), 1);
+  EXPECT_EQ(wc[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wc[0].opcode, IBV_WC_SEND);
+  EXPECT_EQ(wc[0].wr_id, 9u);
+  ASSERT_EQ(poll_n(rcq, 1, wc), 1);
+  EXPECT_EQ(wc[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wc[0].opcode, IBV_WC_RECV);
+  EXPECT_EQ(wc[0].byte_len, 4096u);
+  EXPECT_EQ(wc[0].qp_num, b->qp_num);
+  EXPECT_EQ(dst, src);
+
+  EXPECT_EQ(ibv_destroy_qp(a), 0);
+  EXPECT_EQ(ibv_destroy_qp(b), 0);
+  EXPECT_EQ(ibv_dereg_mr(smr), 0);
+  EXPECT_EQ(ibv_dereg_mr(dmr), 0);
+  EXPECT_EQ(ibv_destroy_cq(scq), 0);
+  EXPECT_EQ(ibv_destroy_cq(rcq), 0);
+  EXPECT_EQ(ibv_destroy_comp_channel(ch), 0);
+}
+
+TEST_F(Emulated, ExtendedQpAndCqApis) {
+  ibv_cq_init_attr_ex cx{};
+  cx.cqe = 16;
+  cx.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_QP_NUM;
+  ibv_cq_ex* cq = ibv_create_cq_ex(ctx_, &cx);
+  ASSERT_NE(cq, nullptr);
+  ibv_poll_cq_attr pa{};
+  EXPECT_EQ(ibv_start_poll(cq, &pa), ENOENT);  // empty
+
+  ibv_qp_init_attr_ex qx{};
+  qx.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  qx.pd = pd_;
+  qx.send_cq = qx.recv_cq = ibv_cq_ex_to_cq(cq);
+  qx.qp_type = IBV_QPT_RC;
+  qx.cap.max_send_wr = qx.cap.max_recv_wr = 8;
+  qx.cap.max_send_sge = qx.cap.max_recv_sge = 1;
+  qx.cap.max_inline_data = 64;
+  qx.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND;
+  ibv_qp* a = ibv_create_qp_ex(ctx_, &qx);
+  ASSERT_NE(a, nullptr) << std::strerror(errno);
+  ibv_qp* b = rc_qp(ibv_cq_ex_to_cq(cq));
+  ASSERT_NE(b, nullptr);
+  connect(a, b->qp_num);
+  connect(b, a->qp_num);
+
+  std::vector<uint8_t> dst(64, 0);
+  ibv_mr* dmr = ibv_reg_mr(pd_, dst.data(), dst.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  ASSERT_NE(dmr, nullptr);
+  ibv_qp_ex* x = ibv_qp_to_qp_ex(a);
+  ASSERT_NE(x, nullptr);
+  char text[] = "written inline through ibv_wr_*";
+  ibv_wr_start(x);
+  x->wr_id = 42;
+  x->wr_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+  ibv_wr_rdma_write(x, dmr->rkey, reinterpret_cast<uintptr_t>(dst.data()));
+  ibv_wr_set_inline_data(x, text, sizeof text);
+  std::memset(text, 'X', sizeof text - 1);  // inline data was copied when set
+  ASSERT_EQ(ibv_wr_complete(x), 0);
+
+  int spins = 0;
+  int rc;
+  while ((rc = ibv_start_poll(cq, &pa)) == ENOENT && ++spins < 2'000'000) {
+    if (spins > 1000) usleep(50);
+  }
+  ASSERT_EQ(rc, 0);
+  EXPECT_EQ(cq->wr_id, 42u);
+  EXPECT_EQ(cq->status, IBV_WC_SUCCESS);
+  EXPECT_EQ(ibv_wc_read_opcode(cq), IBV_WC_RDMA_WRITE);
+  EXPECT_EQ(ibv_wc_read_qp_num(cq), a->qp_num);
+  ibv_end_poll(cq);
+  EXPECT_STREQ(reinterpret_cast<char*>(dst.data()), "written inline through ibv_wr_*");
+
+  EXPECT_EQ(ibv_destroy_qp(a), 0);
+  EXPECT_EQ(ibv_destroy_qp(b), 0);
+  EXPECT_EQ(ibv_dereg_mr(dmr), 0);
+  EXPECT_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)), 0);
+}
+
+TEST_F(Emulated, AsyncEventsThroughARealFd) {
+  ASSERT_GE(ctx_->async_fd, 0);
+  int flags = fcntl(ctx_->async_fd, F_GETFL);
+  ASSERT_EQ(fcntl(ctx_->async_fd, F_SETFL, flags | O_NONBLOCK), 0);
+  // The port came up when the device started (as a NIC reports it).
+  pollfd pfd{ctx_->async_fd, POLLIN, 0};
+  ASSERT_EQ(poll(&pfd, 1, 0), 1);
+  ibv_async_event ev;
+  ASSERT_EQ(ibv_get_async_event(ctx_, &ev), 0);
+  EXPECT_EQ(ev.event_type, IBV_EVENT_PORT_ACTIVE);
+  EXPECT_EQ(ev.element.port_num, 1);
+  ibv_ack_async_event(&ev);
+  errno = 0;
+  EXPECT_EQ(ibv_get_async_event(ctx_, &ev), -1);  // nothing else queued
+  EXPECT_EQ(errno, EAGAIN);
+  ASSERT_EQ(fcntl(ctx_->async_fd, F_SETFL, flags), 0);
+}
+
+}  // namespace
