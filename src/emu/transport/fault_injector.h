@@ -56,6 +56,9 @@ class FaultInjector final : public Transport {
     return inner_->make_timer(std::move(on_expiry));
   }
   TransportStats stats() const override { return inner_->stats(); }
+  wire::Result<uint16_t> reserve_source_port(uint16_t preferred = 0) override {
+    return inner_->reserve_source_port(preferred);
+  }
 
   FaultStats fault_stats() const { return stats_; }
   size_t held() const { return held_.size(); }

@@ -83,6 +83,15 @@ class Transport {
   virtual std::unique_ptr<Timer> make_timer(std::function<void()> on_expiry) = 0;
 
   virtual TransportStats stats() const = 0;
+
+  // A UDP source port (0xC000-0xFFFF) this transport can send from: `preferred`
+  // when usable, otherwise another one (0: any). The UDP transport binds a
+  // socket per source port, and a port another process holds is not usable;
+  // the engine asks here before it builds packets (their ICRC covers the port).
+  // Transports without real ports accept any port in the range.
+  virtual wire::Result<uint16_t> reserve_source_port(uint16_t preferred = 0) {
+    return preferred >= 0xC000 ? preferred : uint16_t{0xC000};
+  }
 };
 
 }  // namespace rocelab::emu

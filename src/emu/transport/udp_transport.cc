@@ -137,7 +137,7 @@ Result<RxSocket> allocate_loopback_address(uint8_t first) {
 struct UdpTransport::Impl {
   UdpTransportConfig cfg;
   wire::IpAddr local;
-  asio::io_context io{1};
+  asio::io_context io;  // send sockets may be registered from another thread than wait()'s
   udp::socket rx{io};
   asio::posix::stream_descriptor wake_fd{io};
   asio::steady_timer sleep_timer{io};

@@ -91,7 +91,7 @@ class UdpTransport final : public Transport {
   // namespace: reserve ports from the namespace the transport was opened in.
   // Returns `preferred` when it is free or already ours, otherwise the next
   // free one upward (wrapping); 0 means "any". address_in_use when none is free.
-  Result<uint16_t> reserve_source_port(uint16_t preferred = 0);
+  Result<uint16_t> reserve_source_port(uint16_t preferred = 0) override;
 
   const wire::IpAddr& local_address() const override;
   // Datagrams whose ip.src is not local_address(), or whose source port is

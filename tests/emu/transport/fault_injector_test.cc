@@ -2,10 +2,16 @@
 
 #include <gtest/gtest.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 
 #include "emu/transport/sim_fabric.h"
+#include "emu/transport/udp_transport.h"
 #include "udp_test_util.h"
 #include "wire/icrc.h"
 
@@ -299,6 +305,29 @@ TEST(FaultSchedule, QpnFilterAndBothDirections) {
   net.send(wire::op::kRcSendOnly, 1);
   net.drain();
   EXPECT_EQ(net.seen_.size(), 1u);
+}
+
+TEST(FaultInjector, ForwardsSourcePortReservationToTheInnerTransport) {
+  auto ra = allocate_loopback_address();
+  ASSERT_TRUE(ra);
+  auto u = UdpTransport::open(std::move(*ra));
+  ASSERT_TRUE(u);
+  UdpTransport* raw = u->get();
+  std::string err;
+  auto f = FaultInjector::wrap(std::move(u).value(), {}, &err);
+  ASSERT_TRUE(f) << err;
+  // Another socket holds (address, 0xE123): only the UDP transport knows.
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(0xE123);
+  std::memcpy(&sa.sin_addr, raw->local_address().b.data(), 4);
+  int other = ::socket(AF_INET, SOCK_DGRAM, 0);
+  ASSERT_EQ(::bind(other, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  auto port = f->reserve_source_port(0xE123);
+  ASSERT_TRUE(port);
+  EXPECT_EQ(*port, 0xE124);
+  ::close(other);
+  EXPECT_EQ(f->local_address(), raw->local_address());
 }
 
 // ---- parsing ----

@@ -190,6 +190,14 @@ TEST(SimFabric, UnknownDestinationAndDuplicateAttach) {
   EXPECT_NE(fabric.attach(kB), nullptr);  // the address is free again
 }
 
+TEST(SimFabric, EverySourcePortInTheRoceRangeIsUsable) {
+  SimFabric fabric;
+  auto a = fabric.attach(kA);
+  EXPECT_EQ(*a->reserve_source_port(0xD123), 0xD123);
+  EXPECT_EQ(*a->reserve_source_port(0), 0xC000);
+  EXPECT_EQ(*a->reserve_source_port(4791), 0xC000);
+}
+
 // A ping-pong with timers between two ports, recorded as text.
 std::vector<std::string> ping_pong_log() {
   SimFabric fabric({.latency = microseconds(2), .link_bits_per_sec = 10'000'000'000});

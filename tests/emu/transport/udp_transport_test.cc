@@ -164,7 +164,8 @@ TEST(UdpTransport, ReserveSourcePortSkipsATakenPortAndRejectsForeignSources) {
   std::memcpy(&sa.sin_addr, p.a->local_address().b.data(), 4);
   int other = ::socket(AF_INET, SOCK_DGRAM, 0);
   ASSERT_EQ(::bind(other, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
-  auto port = p.a->reserve_source_port(0xE000);
+  Transport& as_transport = *p.a;  // the engine asks through the interface
+  auto port = as_transport.reserve_source_port(0xE000);
   ASSERT_TRUE(port);
   EXPECT_EQ(*port, 0xE001);
   EXPECT_EQ(*p.a->reserve_source_port(0xE001), 0xE001);  // already ours: usable
