@@ -15,9 +15,11 @@
 #include "emu/device.h"
 #include "emu/records/event_log.h"
 #include "emu/records/pcap_tap.h"
+#include "emu/transport/fault_injector.h"
 #include "emu/transport/sim_fabric.h"
 #include "emu/transport/udp_transport.h"
 #include "tools/commands.h"
+#include "tools/fault_options.h"
 #include "wire/pcap_writer.h"
 
 namespace rocelab::tools {
@@ -36,6 +38,7 @@ struct Options {
   bool counters = false;
   int retry_cnt = 7;
   int timeout = 14;
+  FaultConfig faults;
 };
 
 constexpr unsigned kAccess = access::kLocalWrite | access::kRemoteWrite | access::kRemoteRead |
@@ -50,7 +53,10 @@ struct Side {
   Qp* qp = nullptr;
   std::vector<std::byte> buf;
   Mr* mr = nullptr;
-  uint64_t addr() const { return reinterpret_cast<uint64_t>(buf.data()); }
+  // Registered at a fixed iova (as ibv_reg_mr_iova does), so that addresses on
+  // the wire, and with them simulated runs, do not depend on where the heap is.
+  uint64_t iova = 0;
+  uint64_t addr() const { return iova; }
 };
 
 template <typename T>
@@ -89,9 +95,22 @@ class Loopback {
   }
 
   std::unique_ptr<Transport> make_transport(uint8_t host) {
-    if (sim()) return fabric_->attach(wire::IpAddr::v4(192, 0, 2, host));
-    auto rx = must(allocate_loopback_address(1), "no free 127.0.0.x with UDP port 4791");
-    return must(UdpTransport::open(std::move(rx)), "UDP transport");
+    std::unique_ptr<Transport> t;
+    if (sim()) {
+      t = fabric_->attach(wire::IpAddr::v4(192, 0, 2, host));
+    } else {
+      auto rx = must(allocate_loopback_address(1), "no free 127.0.0.x with UDP port 4791");
+      t = must(UdpTransport::open(std::move(rx)), "UDP transport");
+    }
+    if (!o_.faults.active()) return t;
+    // Each device injects on what it sends; distinct seeds so the two differ.
+    FaultConfig fc = o_.faults;
+    fc.seed = o_.faults.seed * 2 + host;
+    std::string err;
+    auto fi = FaultInjector::wrap(std::move(t), fc, &err);
+    if (!fi) throw std::invalid_argument("fault options: " + err);
+    injectors_.push_back(fi.get());
+    return fi;
   }
 
   void make_side(Side& s, uint8_t host, const char* name) {
@@ -114,7 +133,8 @@ class Loopback {
     s.scq = must(s.dev->create_cq(1024, s.ch, 0), "create_cq");
     s.rcq = must(s.dev->create_cq(1024, s.ch, 0), "create_cq");
     s.buf.assign(std::max<size_t>(o_.size, 64) + 64, std::byte{0});
-    s.mr = must(s.dev->reg_mr(s.pd, s.buf.data(), s.buf.size(), s.addr(), kAccess), "reg_mr");
+    s.iova = uint64_t{host} << 32;
+    s.mr = must(s.dev->reg_mr(s.pd, s.buf.data(), s.buf.size(), s.iova, kAccess), "reg_mr");
     QpInitAttr ia;
     ia.send_cq = s.scq;
     ia.recv_cq = s.rcq;
@@ -301,6 +321,17 @@ class Loopback {
         std::printf("\n");
       }
     }
+    for (FaultInjector* fi : injectors_) {
+      const FaultStats st = fi->fault_stats();
+      if (o_.counters || o_.faults.active())
+        std::printf("faults: dropped %llu, duplicated %llu, corrupted %llu, delayed %llu, reordered %llu\n",
+                    static_cast<unsigned long long>(st.tx.dropped + st.rx.dropped),
+                    static_cast<unsigned long long>(st.tx.duplicated + st.rx.duplicated),
+                    static_cast<unsigned long long>(st.tx.corrupted + st.rx.corrupted),
+                    static_cast<unsigned long long>(st.tx.delayed + st.rx.delayed),
+                    static_cast<unsigned long long>(st.tx.reordered + st.rx.reordered));
+    }
+    injectors_.clear();
     if (pcap_) {
       // Stop the devices first: nothing is written to the capture after this.
       a_.dev.reset();
@@ -316,6 +347,7 @@ class Loopback {
   std::unique_ptr<wire::PcapWriter> pcap_;
   std::vector<std::unique_ptr<PcapTap>> taps_;
   std::unique_ptr<EventLog> log_;
+  std::vector<FaultInjector*> injectors_;  // owned by the devices
   Side a_, b_;
   Ah* ah_ = nullptr;
   uint64_t ops_ = 0, bytes_ = 0, errors_ = 0;
@@ -342,6 +374,7 @@ void register_loopback(CLI::App& app) {
   c->add_flag("--counters", o->counters, "print the devices' counters");
   c->add_option("--retry-cnt", o->retry_cnt, "RC retry_cnt (0-7)")->check(CLI::Range(0, 7));
   c->add_option("--timeout", o->timeout, "RC local ACK timeout exponent (0-31; 0 = infinite)")->check(CLI::Range(0, 31));
+  add_fault_options(*c, o->faults);
   c->callback([o] { exit_code() = Loopback(*o).run(); });
 }
 

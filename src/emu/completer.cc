@@ -81,8 +81,13 @@ CompState check_ack(QpImpl& qp, Scratch& s) {
         case NakCode::kPsnSeqError:
           qp.ctr.rcvd_seq_err++;
           qp.eng->counters.rcvd_seq_err++;
-          // The NAK acknowledges everything before its PSN.
-          if (s.psn.after(qp.comp.psn)) qp.comp.psn = s.psn;
+          // The NAK acknowledges everything before its PSN: forward progress
+          // resets the retry counter (IBTA 9.7.6.1.2), and the retry starts afresh.
+          if (s.psn.after(qp.comp.psn)) {
+            qp.comp.psn = s.psn;
+            qp.comp.retry_left = qp.attr.retry_cnt;
+            qp.comp.started_retry = false;
+          }
           return CompState::kErrorRetry;
         case NakCode::kInvalidRequest: s.status = WcStatus::kRemInvReqErr; return CompState::kErrorNak;
         case NakCode::kRemoteAccessError: s.status = WcStatus::kRemAccessErr; return CompState::kErrorNak;

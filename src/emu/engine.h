@@ -81,6 +81,7 @@ class Device::Engine {
   // Records.
   bool logging() const { return cfg.events != nullptr; }
   void log(EngineEvent e);
+  // Counts (ctr may be null: already counted by the caller), logs and drops.
   void drop(QpImpl* qp, const Datagram& d, std::string_view reason, uint64_t Counters::*ctr);
   void raise_async(const AsyncEvent& ev);
 

@@ -10,8 +10,10 @@ namespace rocelab::emu {
 
 void Device::Engine::drop(QpImpl* qp, const Datagram& d, std::string_view reason,
                           uint64_t Counters::*ctr) {
-  counters.*ctr += 1;
-  if (qp) qp->ctr.*ctr += 1;
+  if (ctr) {
+    counters.*ctr += 1;
+    if (qp) qp->ctr.*ctr += 1;
+  }
   if (logging()) {
     EngineEvent e;
     e.kind = EventKind::kPacketDropped;

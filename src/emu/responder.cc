@@ -35,6 +35,7 @@ struct Scratch {
   MrImpl* mr = nullptr;
   std::byte* target = nullptr;
   std::string_view reason;
+  uint64_t Counters::*drop_ctr = &Counters::rcvd_hdr_err;  // null: counted already
 };
 
 uint32_t host_to_be(uint32_t v) { return std::endian::native == std::endian::little ? __builtin_bswap32(v) : v; }
@@ -180,6 +181,7 @@ RespState chk_psn(QpImpl& qp, Scratch& s) {
           qp.eng->counters.out_of_seq_request++;
         }
         s.reason = "UC: out of sequence";
+        s.drop_ctr = nullptr;
         return RespState::kDrop;
       }
       qp.resp.uc_drop = false;
@@ -194,6 +196,7 @@ RespState chk_psn(QpImpl& qp, Scratch& s) {
     qp.eng->counters.out_of_seq_request++;
     if (qp.resp.nak_sent) {
       s.reason = "out of sequence (NAK already sent)";
+      s.drop_ctr = nullptr;
       return RespState::kDrop;
     }
     return RespState::kErrPsnOutOfSeq;
@@ -413,6 +416,7 @@ RespState duplicate(QpImpl& qp, Scratch& s) {
     return RespState::kDone;
   }
   s.reason = "duplicate without a saved response";
+  s.drop_ctr = nullptr;
   return RespState::kDrop;
 }
 
@@ -511,7 +515,7 @@ void resp_on_request(QpImpl& qp, const wire::RocePacket& pkt, const Datagram& d)
         break;
       case RespState::kErrLength: st = err_length(qp, s); break;
       case RespState::kDrop:
-        qp.eng->drop(&qp, d, s.reason, &Counters::rcvd_hdr_err);
+        qp.eng->drop(&qp, d, s.reason, s.drop_ctr);
         return;
       case RespState::kDone:
         return;

@@ -1,0 +1,116 @@
+// The records at the engine's edge: the Protobuf event log (read back with
+// the delimited-message parser) and the pcap tap (read back with libpcap via
+// wire::decode_frame, ICRC checked).
+#include <fcntl.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <google/protobuf/util/delimited_message_util.h>
+#include <pcap/pcap.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "emu/records/event_log.h"
+#include "emu/records/pcap_tap.h"
+#include "proto/events.pb.h"
+#include "tests/emu/pair.h"
+#include "wire/frame.h"
+
+namespace rocelab::emu::test {
+namespace {
+
+constexpr unsigned kAll = access::kLocalWrite | access::kRemoteWrite | access::kRemoteRead;
+
+std::string tmp_path(const char* name) {
+  return ::testing::TempDir() + "/" + name + std::to_string(::getpid());
+}
+
+TEST(Records, EventLogAndPcapOfOneWrite) {
+  const std::string ev_path = tmp_path("emu_events"), pcap_path = tmp_path("emu_pcap");
+  {
+    Env env(Net::kSim);
+    Node a = env.make_node(1, QpType::kRC, 8192, kAll);
+    Node b = env.make_node(2, QpType::kRC, 8192, kAll);
+    auto log = EventLog::open(ev_path);
+    ASSERT_TRUE(log);
+    auto pcap = wire::PcapWriter::open(pcap_path);
+    ASSERT_TRUE(pcap);
+    PcapTap tap_a(*pcap, PcapTap::Dirs::kTx), tap_b(*pcap, PcapTap::Dirs::kTx);
+    a.dev->set_event_sink((*log)->sink_for("A"));
+    b.dev->set_event_sink((*log)->sink_for("B"));
+    a.dev->set_tap(&tap_a);
+    b.dev->set_tap(&tap_b);
+    ASSERT_FALSE(connect_pair(*a.dev, *a.qp, *b.dev, *b.qp, ConnectOptions{}));
+    fill_pattern(a.buf, 0, 3000, 1);
+    Sge s{a.addr(), 3000, a.mr->lkey()};
+    SendWr wr = make_wr(WrOpcode::kRdmaWrite, &s, 1, 5);
+    wr.rdma = {b.addr(), b.mr->rkey()};
+    ASSERT_FALSE(post_send(a.qp, wr));
+    ASSERT_EQ(env.wait_wcs(a.scq, 1, {a.dev.get(), b.dev.get()}).size(), 1u);
+    a.dev->set_tap(nullptr);
+    b.dev->set_tap(nullptr);
+    ASSERT_FALSE(pcap->close());
+  }
+  // Event log: the state changes, the WR, 3 WRITE packets, the ACK, the completion.
+  int fd = ::open(ev_path.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  google::protobuf::io::FileInputStream in(fd);
+  in.SetCloseOnDelete(true);
+  std::vector<events::Event> evs;
+  for (;;) {
+    events::Event e;
+    bool eof = false;
+    if (!google::protobuf::util::ParseDelimitedFromZeroCopyStream(&e, &in, &eof)) {
+      EXPECT_TRUE(eof);
+      break;
+    }
+    evs.push_back(e);
+  }
+  int sent_a = 0, state_changes = 0, completions = 0, posted = 0;
+  uint64_t last_time = 0;
+  for (const auto& e : evs) {
+    EXPECT_GE(e.time_ns(), last_time);  // one fabric clock
+    last_time = e.time_ns();
+    if (e.kind() == events::Event::PACKET_SENT && e.device() == "A") {
+      ++sent_a;
+      EXPECT_NE(e.opcode_name().find("RDMA WRITE"), std::string::npos);
+    }
+    if (e.kind() == events::Event::QP_STATE_CHANGE) ++state_changes;
+    if (e.kind() == events::Event::WR_POSTED) {
+      ++posted;
+      EXPECT_EQ(e.wr_opcode(), "RDMA_WRITE");
+      EXPECT_EQ(e.length(), 3000u);
+    }
+    if (e.kind() == events::Event::COMPLETION && e.device() == "A") {
+      ++completions;
+      EXPECT_EQ(e.status(), "SUCCESS");
+      EXPECT_EQ(e.wr_id(), 5u);
+    }
+  }
+  EXPECT_EQ(sent_a, 3);
+  EXPECT_EQ(state_changes, 6);  // INIT, RTR, RTS on each side
+  EXPECT_EQ(posted, 1);
+  EXPECT_EQ(completions, 1);
+
+  // pcap: 3 WRITE packets and 1 ACK, every ICRC right.
+  char err[PCAP_ERRBUF_SIZE];
+  pcap_t* p = pcap_open_offline(pcap_path.c_str(), err);
+  ASSERT_TRUE(p) << err;
+  pcap_pkthdr* h;
+  const u_char* data;
+  std::vector<uint8_t> ops;
+  while (pcap_next_ex(p, &h, &data) == 1) {
+    auto f = wire::decode_frame(pcap_datalink(p), {reinterpret_cast<const std::byte*>(data), h->caplen});
+    ASSERT_TRUE(f);
+    EXPECT_TRUE(f->icrc_ok());
+    EXPECT_GE(f->ip.info.sport, 0xC000);
+    ops.push_back(f->roce.hdr.bth.opcode);
+  }
+  pcap_close(p);
+  EXPECT_EQ(ops, (std::vector<uint8_t>{wire::op::kRcWriteFirst, wire::op::kRcWriteMiddle,
+                                       wire::op::kRcWriteLast, wire::op::kRcAck}));
+  ::unlink(ev_path.c_str());
+  ::unlink(pcap_path.c_str());
+}
+
+}  // namespace
+}  // namespace rocelab::emu::test
