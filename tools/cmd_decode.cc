@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "tools/decode_summary.h"
 #include "tools/json_line.h"
 #include "wire/frame.h"
+#include "wire/ib_native.h"
 #include "wire/pcap_reader.h"
 
 namespace rocelab::tools {
@@ -23,8 +25,9 @@ constexpr const char* kExitCodes =
     "  1  every file was read, but some RoCEv2 packet was malformed or had a BAD ICRC\n"
     "  2  some file could not be read as a capture (or the command line was wrong)\n"
     "Packets that are not UDP to port 4791 are counted and skipped; so are the\n"
-    "frames of link types other than Ethernet, raw IP and Linux SLL/SLL2 (e.g. ERF\n"
-    "captures of native InfiniBand, which carry no RoCEv2).";
+    "frames of link types other than Ethernet, raw IP, Linux SLL/SLL2 and ERF.\n"
+    "ERF captures of native InfiniBand (LRH [GRH] BTH ... ICRC VCRC) are decoded\n"
+    "too, marked [native IB], with the native ICRC rule.";
 
 struct Options {
   std::vector<std::string> files;
@@ -33,8 +36,43 @@ struct Options {
 };
 
 struct FileTally {
-  uint64_t frames = 0, roce = 0, bad_icrc = 0, malformed = 0, non_roce = 0;
+  uint64_t frames = 0, roce = 0, native_ib = 0, bad_icrc = 0, malformed = 0, non_roce = 0;
 };
+
+// A frame of an ERF capture: Ethernet records go through decode_frame, InfiniBand
+// records through decode_ib; anything else is kNotRoce (skipped).
+struct ErfResult {
+  std::error_code error;                 // kNotRoce: skipped
+  std::optional<wire::DecodedFrame> eth;
+  std::optional<wire::IbFrame> ib;
+};
+ErfResult decode_erf(std::span<const std::byte> frame) {
+  ErfResult r;
+  auto rec = wire::parse_erf(frame);
+  if (!rec) {
+    r.error = wire::WireErrc::kNotRoce;  // not even an ERF header: not identifiably ours
+    return r;
+  }
+  if (rec->type == wire::kErfTypeInfiniband) {
+    auto ib = wire::decode_ib(rec->payload);
+    if (ib) {
+      r.ib = *ib;
+    } else {
+      r.error = ib.error();
+    }
+  } else if (rec->type == wire::kErfTypeEthernet && rec->payload.size() >= wire::kErfEthPadLen) {
+    auto d = wire::decode_frame(static_cast<int>(wire::LinkType::kEthernet),
+                                rec->payload.subspan(wire::kErfEthPadLen));
+    if (d) {
+      r.eth = *d;
+    } else {
+      r.error = d.error();
+    }
+  } else {
+    r.error = wire::WireErrc::kNotRoce;
+  }
+  return r;
+}
 
 void out_line(const std::string& s) {
   std::fwrite(s.data(), 1, s.size(), stdout);
@@ -84,18 +122,32 @@ int decode_file(const Options& o, const std::string& path, Summary& summary) {
     if (t.frames == 0) first = f.ts;
     ++t.frames;
     const FrameRef ref{path, t.frames, f.ts, f.ts - first};
-    auto d = wire::decode_frame(link, f.data);
-    if (d) {
-      ++t.roce;
-      if (!d->icrc_ok()) {
+    std::optional<wire::DecodedFrame> eth;
+    std::optional<wire::IbFrame> ib;
+    std::error_code ec;
+    if (link == wire::kLinkTypeErf) {
+      ErfResult r = decode_erf(f.data);
+      eth = std::move(r.eth);
+      ib = std::move(r.ib);
+      ec = r.error;
+    } else if (auto d = wire::decode_frame(link, f.data)) {
+      eth = *d;
+    } else {
+      ec = d.error();
+    }
+    if (eth || ib) {
+      const Endpoints e = eth ? endpoints(*eth) : endpoints(*ib);
+      const wire::RocePacket& p = eth ? eth->roce : ib->roce;
+      const uint32_t computed = eth ? eth->icrc_computed : ib->icrc_computed;
+      ++(eth ? t.roce : t.native_ib);
+      if (p.icrc != computed) {
         ++t.bad_icrc;
         status = std::max(status, kExitBadPackets);
       }
-      if (o.summary) summary.add(*d);
-      out_line(o.json ? packet_json(ref, *d) : packet_text(ref, *d));
+      if (o.summary) summary.add(e, p, p.icrc == computed);
+      out_line(o.json ? packet_json(ref, e, p, computed) : packet_text(ref, e, p, computed));
       continue;
     }
-    const std::error_code ec = d.error();
     if (ec == wire::WireErrc::kNotRoce || ec == wire::WireErrc::kUnsupportedLinkType) {
       ++t.non_roce;
       continue;
@@ -105,21 +157,23 @@ int decode_file(const Options& o, const std::string& path, Summary& summary) {
     const Malformed m = describe_malformed(link, f, ec);
     out_line(o.json ? malformed_json(ref, m) : malformed_text(ref, m));
   }
-  const bool known_link = wire::link_type_supported(link);
+  const bool known_link = wire::link_type_supported(link) || link == wire::kLinkTypeErf;
   if (o.json) {
     JsonLine j;
     j.str("type", "file").str("file", path).num("link_type", static_cast<uint64_t>(link));
     j.str("link_type_name", reader->link_type_name()).boolean("link_type_decoded", known_link);
-    j.num("frames", t.frames).num("roce", t.roce).num("bad_icrc", t.bad_icrc);
+    j.num("frames", t.frames).num("roce", t.roce).num("native_ib", t.native_ib);
+    j.num("bad_icrc", t.bad_icrc);
     j.num("malformed", t.malformed).num("non_roce", t.non_roce);
     out_line(j.done());
   } else {
     std::string s = "# " + path + ": " + std::to_string(t.frames) + " frames, " +
-                    std::to_string(t.roce) + " RoCEv2 (" + std::to_string(t.bad_icrc) +
-                    " bad ICRC), " + std::to_string(t.malformed) + " malformed, " +
-                    std::to_string(t.non_roce) + " not RoCEv2 (skipped); link type " +
-                    reader->link_type_name();
-    if (!known_link) s += " is not decoded: no RoCEv2 in it (ERF holds native InfiniBand)";
+                    std::to_string(t.roce) + " RoCEv2";
+    if (link == wire::kLinkTypeErf) s += ", " + std::to_string(t.native_ib) + " native InfiniBand";
+    s += " (" + std::to_string(t.bad_icrc) + " bad ICRC), " + std::to_string(t.malformed) +
+         " malformed, " + std::to_string(t.non_roce) + " not RoCEv2 (skipped); link type " +
+         reader->link_type_name();
+    if (!known_link) s += " is not decoded";
     out_line(s);
   }
   return status;
@@ -143,7 +197,8 @@ void register_decode(CLI::App& app) {
       if (o->json) {
         for (const std::string& line : summary.json()) out_line(line);
       } else {
-        out_line(summary.text());
+        const std::string text = summary.text();
+        std::fwrite(text.data(), 1, text.size(), stdout);
       }
     }
     std::fflush(stdout);

@@ -47,12 +47,37 @@ void add_ip_json(JsonLine& j, const wire::IpUdpInfo& ip) {
   j.num("sport", ip.sport).num("dport", ip.dport);
 }
 
+void add_endpoints_json(JsonLine& j, const Endpoints& e) {
+  if (e.ip != nullptr) {
+    add_ip_json(j, *e.ip);
+    return;
+  }
+  j.str("src", e.src).str("dst", e.dst);
+  if (e.ib != nullptr) {
+    const wire::Lrh& l = e.ib->lrh;
+    j.str("link", "infiniband").num("slid", l.slid).num("dlid", l.dlid).num("sl", l.sl);
+    j.num("vl", l.vl).num("lnh", l.lnh).num("vcrc", e.ib->vcrc);
+  }
+}
+
 void add_frame_json(JsonLine& j, const FrameRef& f) {
   j.str("file", f.file).num("frame", f.frame);
   j.raw("time", seconds(f.rel)).num("ts_ns", static_cast<uint64_t>(f.ts.count()));
 }
 
 }  // namespace
+
+Endpoints endpoints(const wire::DecodedFrame& d) {
+  return {addr(d.ip.info, true), addr(d.ip.info, false), &d.ip.info, nullptr};
+}
+
+Endpoints endpoints(const wire::IbFrame& f) {
+  if (f.has_grh) {
+    return {wire::IpAddr::from_gid(f.grh.sgid).to_string(),
+            wire::IpAddr::from_gid(f.grh.dgid).to_string(), nullptr, &f};
+  }
+  return {"LID " + std::to_string(f.lrh.slid), "LID " + std::to_string(f.lrh.dlid), nullptr, &f};
+}
 
 std::string aeth_text(const wire::Aeth& a) {
   std::string s(aeth_kind(a));
@@ -70,14 +95,15 @@ std::string aeth_text(const wire::Aeth& a) {
   return s;
 }
 
-std::string packet_text(const FrameRef& f, const wire::DecodedFrame& d) {
-  const wire::RoceHeaders& h = d.roce.hdr;
+std::string packet_text(const FrameRef& f, const Endpoints& e, const wire::RocePacket& p,
+                        uint32_t icrc_computed) {
+  const wire::RoceHeaders& h = p.hdr;
   const wire::OpInfo& info = h.info();
   char head[64];
   std::snprintf(head, sizeof head, "%6llu %s ", static_cast<unsigned long long>(f.frame),
                 seconds(f.rel).c_str());
   std::string s = head;
-  s += addr(d.ip.info, true) + " -> " + addr(d.ip.info, false) + " ";
+  s += e.src + " -> " + e.dst + " ";
   s += info.name;
   s += " QP=" + hex(h.bth.dest_qpn.value(), 6) + " PSN=" + std::to_string(h.bth.psn.value());
   if (h.bth.ack_req) s += " A";
@@ -108,22 +134,24 @@ std::string packet_text(const FrameRef& f, const wire::DecodedFrame& d) {
     s += " AtomicAckETH[orig=" + hex(h.atomic_ack_eth.orig) + "]";
   if (info.carries(Hdr::kImmDt)) s += " ImmDt=" + hex(h.immdt.imm, 8);
   if (info.carries(Hdr::kIeth)) s += " IETH[rkey=" + hex(h.ieth.rkey, 8) + "]";
-  s += " len=" + std::to_string(d.roce.payload.size());
-  if (d.icrc_ok()) {
+  s += " len=" + std::to_string(p.payload.size());
+  if (p.icrc == icrc_computed) {
     s += " ICRC ok";
   } else {
-    s += " ICRC BAD (carried " + hex(d.roce.icrc, 8) + ", computed " + hex(d.icrc_computed, 8) + ")";
+    s += " ICRC BAD (carried " + hex(p.icrc, 8) + ", computed " + hex(icrc_computed, 8) + ")";
   }
+  if (e.ib != nullptr) s += " [native IB, SL " + std::to_string(e.ib->lrh.sl) + "]";
   return s;
 }
 
-std::string packet_json(const FrameRef& f, const wire::DecodedFrame& d) {
-  const wire::RoceHeaders& h = d.roce.hdr;
+std::string packet_json(const FrameRef& f, const Endpoints& e, const wire::RocePacket& p,
+                        uint32_t icrc_computed) {
+  const wire::RoceHeaders& h = p.hdr;
   const wire::OpInfo& info = h.info();
   JsonLine j;
   j.str("type", "packet");
   add_frame_json(j, f);
-  add_ip_json(j, d.ip.info);
+  add_endpoints_json(j, e);
   j.num("opcode", info.code).str("opname", info.name).str("transport", to_string(info.transport));
   j.num("dest_qp", h.bth.dest_qpn.value()).num("psn", h.bth.psn.value());
   j.boolean("ack_req", h.bth.ack_req).boolean("se", h.bth.se).boolean("mig_req", h.bth.mig_req);
@@ -168,8 +196,8 @@ std::string packet_json(const FrameRef& f, const wire::DecodedFrame& d) {
   }
   if (info.carries(Hdr::kImmDt)) j.num("immdt", h.immdt.imm);
   if (info.carries(Hdr::kIeth)) j.raw("ieth", JsonLine().num("rkey", h.ieth.rkey).done());
-  j.num("payload_len", d.roce.payload.size());
-  j.num("icrc", d.roce.icrc).num("icrc_computed", d.icrc_computed).boolean("icrc_ok", d.icrc_ok());
+  j.num("payload_len", p.payload.size());
+  j.num("icrc", p.icrc).num("icrc_computed", icrc_computed).boolean("icrc_ok", p.icrc == icrc_computed);
   return j.done();
 }
 

@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "wire/frame.h"
+#include "wire/ib_native.h"
 
 namespace rocelab::tools {
 
@@ -27,8 +28,20 @@ struct Malformed {
   size_t caplen = 0, orig_len = 0;
 };
 
-std::string packet_text(const FrameRef& f, const wire::DecodedFrame& d);
-std::string packet_json(const FrameRef& f, const wire::DecodedFrame& d);
+// Who sent a packet to whom: IP and UDP for RoCEv2, LRH (and GRH) for native InfiniBand.
+struct Endpoints {
+  std::string src, dst;                   // "192.0.2.1", or "LID 4", or a GID
+  const wire::IpUdpInfo* ip = nullptr;    // RoCEv2
+  const wire::IbFrame* ib = nullptr;      // native InfiniBand
+};
+Endpoints endpoints(const wire::DecodedFrame& d);
+Endpoints endpoints(const wire::IbFrame& f);
+
+// One decoded packet; icrc_computed is compared with p.icrc.
+std::string packet_text(const FrameRef& f, const Endpoints& e, const wire::RocePacket& p,
+                        uint32_t icrc_computed);
+std::string packet_json(const FrameRef& f, const Endpoints& e, const wire::RocePacket& p,
+                        uint32_t icrc_computed);
 std::string malformed_text(const FrameRef& f, const Malformed& m);
 std::string malformed_json(const FrameRef& f, const Malformed& m);
 

@@ -2,7 +2,6 @@
 
 #include <cstdio>
 
-#include "tools/decode_format.h"
 #include "tools/json_line.h"
 
 namespace rocelab::tools {
@@ -13,22 +12,21 @@ namespace {
 constexpr size_t kListedRetransmits = 16;  // the text table lists this many PSNs, then "..."
 }
 
-void Summary::add(const wire::DecodedFrame& d) {
-  const auto& h = d.roce.hdr;
-  const auto& ip = d.ip.info;
-  const Key key{ip.src.b, ip.src.v6, ip.dst.b, ip.dst.v6, h.bth.dest_qpn.value()};
+void Summary::add(const Endpoints& e, const wire::RocePacket& p, bool icrc_ok) {
+  const auto& h = p.hdr;
+  const Key key{e.src, e.dst, h.bth.dest_qpn.value()};
   auto [it, inserted] = index_.try_emplace(key, qps_.size());
   if (inserted) {
     QpStats q;
-    q.src = ip.src;
-    q.dst = ip.dst;
+    q.src = e.src;
+    q.dst = e.dst;
     q.dest_qpn = h.bth.dest_qpn;
     q.psn_lo = q.psn_hi = h.bth.psn;
     qps_.push_back(std::move(q));
   }
   QpStats& q = qps_[it->second];
   ++q.packets;
-  if (!d.icrc_ok()) ++q.bad_icrc;
+  if (!icrc_ok) ++q.bad_icrc;
   ++q.per_opcode[h.bth.opcode];
   if (h.bth.psn.before(q.psn_lo)) q.psn_lo = h.bth.psn;
   if (h.bth.psn.after(q.psn_hi)) q.psn_hi = h.bth.psn;
@@ -51,7 +49,7 @@ std::string Summary::text() const {
   std::string s = "\nPer-QP summary (" + std::to_string(qps_.size()) +
                   " QPs, keyed by source -> destination and destination QP)\n";
   for (const QpStats& q : qps_) {
-    s += q.src.to_string() + " -> " + q.dst.to_string() + " QP " + hex(q.dest_qpn.value(), 6) +
+    s += q.src + " -> " + q.dst + " QP " + hex(q.dest_qpn.value(), 6) +
          ": " + std::to_string(q.packets) + " packets, PSN " + std::to_string(q.psn_lo.value()) +
          ".." + std::to_string(q.psn_hi.value());
     if (q.bad_icrc != 0) s += ", " + std::to_string(q.bad_icrc) + " bad ICRC";
@@ -86,7 +84,7 @@ std::vector<std::string> Summary::json() const {
   std::vector<std::string> out;
   for (const QpStats& q : qps_) {
     JsonLine j;
-    j.str("type", "qp").str("src", q.src.to_string()).str("dst", q.dst.to_string());
+    j.str("type", "qp").str("src", q.src).str("dst", q.dst);
     j.num("dest_qp", q.dest_qpn.value()).num("packets", q.packets).num("bad_icrc", q.bad_icrc);
     JsonLine ops;
     for (const auto& [code, n] : q.per_opcode) ops.num(wire::op_info(code).name, n);

@@ -1,5 +1,6 @@
 // `rocelab decode --summary`: per-QP tallies over every decoded packet, keyed by
-// source IP, destination IP and destination QP (one direction of a connection).
+// source, destination (IP, or LID/GID for native InfiniBand) and destination QP
+// (one direction of a connection).
 #pragma once
 #include <array>
 #include <cstdint>
@@ -9,12 +10,13 @@
 #include <unordered_set>
 #include <vector>
 
-#include "wire/frame.h"
+#include "tools/decode_format.h"
+#include "wire/packet.h"
 
 namespace rocelab::tools {
 
 struct QpStats {
-  wire::IpAddr src, dst;
+  std::string src, dst;
   wire::Qpn dest_qpn;
   uint64_t packets = 0, bad_icrc = 0;
   std::map<uint8_t, uint64_t> per_opcode;
@@ -27,13 +29,13 @@ struct QpStats {
 
 class Summary {
  public:
-  void add(const wire::DecodedFrame& d);
+  void add(const Endpoints& e, const wire::RocePacket& p, bool icrc_ok);
   bool empty() const { return qps_.empty(); }
   std::string text() const;
   std::vector<std::string> json() const;  // one object per QP, "type":"qp"
 
  private:
-  using Key = std::tuple<std::array<uint8_t, 16>, bool, std::array<uint8_t, 16>, bool, uint32_t>;
+  using Key = std::tuple<std::string, std::string, uint32_t>;
   std::map<Key, size_t> index_;
   std::vector<QpStats> qps_;  // in order of first appearance
 };

@@ -137,6 +137,7 @@ CompState comp_wqe(QpImpl& qp, Scratch& s) {
 
 // Go-back-N from comp.psn, while retries last (retry_cnt per IBTA; rxe treats 7 as infinite).
 CompState error_retry(QpImpl& qp, Scratch& s) {
+  if (qp.comp.started_retry) return CompState::kExit;
   if (qp.comp.retry_left == 0) {
     qp.ctr.retry_exceeded_err++;
     qp.eng->counters.retry_exceeded_err++;
@@ -147,6 +148,7 @@ CompState error_retry(QpImpl& qp, Scratch& s) {
   qp.ctr.completer_retry_err++;
   qp.eng->counters.completer_retry_err++;
   req_rewind(qp, qp.comp.psn);
+  qp.comp.started_retry = true;
   return CompState::kDone;
 }
 
@@ -203,10 +205,15 @@ void comp_on_response(QpImpl& qp, const wire::RocePacket& pkt) {
       case CompState::kWriteSend: st = write_send(qp, s); break;
       case CompState::kUpdateComp:
         qp.comp.retry_left = qp.attr.retry_cnt;
+        qp.comp.started_retry = false;
         progressed = true;
         st = CompState::kDone;
         break;
-      case CompState::kCompWqe: progressed = true; st = comp_wqe(qp, s); break;
+      case CompState::kCompWqe:
+        progressed = true;
+        qp.comp.started_retry = false;
+        st = comp_wqe(qp, s);
+        break;
       case CompState::kErrorRetry: st = error_retry(qp, s); break;
       case CompState::kRnrRetry: st = rnr_retry(qp, s); break;
       case CompState::kErrorNak: st = error_nak(qp, s); break;
@@ -239,6 +246,7 @@ void comp_on_retrans_timer(QpImpl& qp) {
   if (!outstanding) return;
   wire::RocePacket none{};
   Scratch s{none, qp.comp.psn};
+  qp.comp.started_retry = false;  // a timeout always retries
   if (error_retry(qp, s) == CompState::kErrorNak) {
     error_nak(qp, s);
     return;

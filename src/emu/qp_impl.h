@@ -56,6 +56,9 @@ struct Requester {
 struct Completer {
   Psn psn;               // oldest unacknowledged PSN
   uint8_t retry_left = 0, rnr_retry_left = 0;
+  // A go-back-N triggered by a response is under way: later out-of-order
+  // responses of the same burst must not start (and count) another one (rxe started_retry).
+  bool started_retry = false;
   std::unique_ptr<Timer> retrans_timer;
   std::unique_ptr<Timer> rnr_timer;
 };

@@ -14,6 +14,7 @@ class WireCategory final : public std::error_category {
       case WireErrc::kBadTVer: return "BTH TVer is not 0";
       case WireErrc::kUnknownOpcode: return "unknown BTH opcode";
       case WireErrc::kBadPadCount: return "pad count exceeds payload";
+      case WireErrc::kUnexpectedPayload: return "payload on an opcode that carries none";
       case WireErrc::kBadIcrc: return "bad ICRC";
       case WireErrc::kBadIpHeader: return "bad IP header";
       case WireErrc::kBadUdpHeader: return "bad UDP header";

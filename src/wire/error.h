@@ -14,6 +14,7 @@ enum class WireErrc {
   kBadTVer,               // BTH transport header version != 0
   kUnknownOpcode,         // opcode not in the IBTA table we implement
   kBadPadCount,           // pad count larger than the payload carries
+  kUnexpectedPayload,     // payload on an opcode that carries none (ACK, READ request, atomic)
   kBadIcrc,               // invariant CRC mismatch
   kBadIpHeader,           // IP version/IHL/length inconsistent
   kBadUdpHeader,          // UDP length inconsistent

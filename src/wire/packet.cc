@@ -35,6 +35,9 @@ Result<RocePacket> parse_roce(std::span<const std::byte> b) {
   if (h.bth.pad_count > body) return WireErrc::kBadPadCount;
   const size_t payload_len = body - h.bth.pad_count;
   if (payload_len > kMaxMtu) return WireErrc::kOversized;
+  // IBTA 9.2-9.4: ACKs, READ requests, atomics and the CNP end with their
+  // headers; bytes after them would be silently ignored otherwise.
+  if (body != 0 && !info.is(OpClass::kPayload)) return WireErrc::kUnexpectedPayload;
   p.payload = b.subspan(hlen, payload_len);
   p.icrc = load_le32(base + b.size() - kIcrcLen);
   return p;
@@ -69,6 +72,8 @@ Result<size_t> encode_headers(std::span<std::byte> out, const RoceHeaders& h) {
 Result<size_t> encode_roce(std::span<std::byte> out, RoceHeaders h,
                            std::span<const std::byte> payload) {
   if (payload.size() > kMaxMtu) return WireErrc::kPayloadTooLarge;
+  if (!payload.empty() && h.info().valid && !h.info().is(OpClass::kPayload))
+    return WireErrc::kUnexpectedPayload;
   h.bth.pad_count = pad_for(payload.size());
   auto hlen = encode_headers(out, h);
   if (!hlen) return hlen.error();

@@ -62,7 +62,8 @@ struct RocePacket {
 inline constexpr size_t kMaxRoceLen = kBthLen + 64 + kMaxMtu + 3 + kIcrcLen;
 
 // Parses a UDP payload. Never reads out of bounds; errors: kTruncated, kOversized,
-// kBadTVer, kUnknownOpcode, kBadPadCount. Does not check the ICRC (it needs the IP header).
+// kBadTVer, kUnknownOpcode, kBadPadCount, kUnexpectedPayload. Does not check the
+// ICRC (it needs the IP header).
 Result<RocePacket> parse_roce(std::span<const std::byte> udp_payload);
 
 // Writes BTH and extension headers for h into out; returns their length.
@@ -70,7 +71,8 @@ Result<RocePacket> parse_roce(std::span<const std::byte> udp_payload);
 Result<size_t> encode_headers(std::span<std::byte> out, const RoceHeaders& h);
 
 // Writes headers, payload and zeroed pad, and leaves 4 zero bytes for the ICRC.
-// Returns the total transport length (what goes into the UDP payload).
+// Returns the total transport length (what goes into the UDP payload). Errors:
+// kUnknownOpcode, kPayloadTooLarge, kUnexpectedPayload, kBufferTooSmall.
 Result<size_t> encode_roce(std::span<std::byte> out, RoceHeaders h,
                            std::span<const std::byte> payload);
 

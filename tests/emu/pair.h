@@ -12,6 +12,7 @@
 
 #include "emu/connect.h"
 #include "emu/device.h"
+#include "emu/transport/fault_injector.h"
 #include "emu/transport/sim_fabric.h"
 #include "emu/transport/udp_transport.h"
 
@@ -47,6 +48,16 @@ class Env {
       auto u = UdpTransport::open(std::move(*rx));
       if (!u) return nullptr;
       t = std::move(*u);
+    }
+    if (!faults_.empty()) {
+      FaultConfig fc;
+      fc.schedule = faults_;
+      fc.seed = host;
+      std::string err;
+      auto fi = FaultInjector::wrap(std::move(t), fc, &err);
+      EXPECT_TRUE(fi) << err;
+      if (!fi) return nullptr;
+      t = std::move(fi);
     }
     DeviceConfig cfg;
     cfg.active_mtu = mtu_;
@@ -121,11 +132,14 @@ class Env {
   }
 
   SimFabric* fabric() { return fabric_.get(); }
+  // Fault schedule (fault_config.h SPEC) for the devices made from now on.
+  void set_faults(std::string spec) { faults_ = std::move(spec); }
   Net net() const { return net_; }
 
  private:
   Net net_;
   Mtu mtu_;
+  std::string faults_;
   std::unique_ptr<SimFabric> fabric_;
 };
 

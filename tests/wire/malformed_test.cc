@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "wire/frame.h"
+#include "wire/ib_native.h"
 
 namespace rocelab::wire {
 namespace {
@@ -107,6 +108,29 @@ TEST(Malformed, PadCountLargerThanBody) {
   EXPECT_EQ(p.error(), make_error_code(WireErrc::kBadPadCount));
 }
 
+// Opcodes without a payload end with their headers: extra bytes are an error,
+// not something to ignore; the encoder refuses to make them.
+TEST(Malformed, PayloadOnOpcodesThatCarryNone) {
+  int checked = 0;
+  for (const OpInfo& info : opcode_table()) {
+    if (!info.valid || info.is(OpClass::kPayload)) continue;
+    ++checked;
+    RoceHeaders h;
+    h.bth.opcode = info.code;
+    std::vector<std::byte> buf(kMaxRoceLen);
+    const std::byte extra[4] = {};
+    EXPECT_EQ(encode_roce(buf, h, extra).error(), make_error_code(WireErrc::kUnexpectedPayload));
+    auto hlen = encode_headers(buf, h);
+    ASSERT_TRUE(hlen);
+    auto len = Result<size_t>(*hlen + sizeof extra + kIcrcLen);  // 4 stray bytes, then the ICRC
+    auto p = parse_roce(std::span(buf).first(*len));
+    ASSERT_FALSE(p) << info.name;
+    EXPECT_EQ(p.error(), make_error_code(WireErrc::kUnexpectedPayload)) << info.name;
+    EXPECT_TRUE(parse_roce(std::span(buf).first(info.header_bytes() + kIcrcLen))) << info.name;
+  }
+  EXPECT_EQ(checked, 5 + 5 + 1);  // RC and XRC: READ Request, ACK, ATOMIC ACK, 2 atomics; CNP
+}
+
 // An IP header that lies about its lengths, on a packet to port 4791.
 TEST(Malformed, InconsistentIpUdpLengths) {
   auto f = frame_for(op_info(op::kRcSendOnly));
@@ -172,6 +196,45 @@ TEST(Malformed, SeededRandomBuffers) {
   }
   EXPECT_GT(errors, 0);
   EXPECT_GT(decoded, 0);  // corrupted payload bytes still decode (the ICRC tells)
+}
+
+// Native InfiniBand (ERF records): every truncation of a local and a global
+// packet, and random records, give typed errors.
+TEST(Malformed, NativeInfinibandTruncationsAndNoise) {
+  // LRH (VL 0, LNH 2, DLID 1, PktLen 7 words = 28 bytes, SLID 4) + RC Acknowledge + ICRC + VCRC.
+  std::vector<std::byte> local = {std::byte{0x00}, std::byte{0x02}, std::byte{0x00}, std::byte{0x01},
+                                  std::byte{0x00}, std::byte{0x07}, std::byte{0x00}, std::byte{0x04}};
+  RoceHeaders h;
+  h.bth.opcode = op::kRcAck;
+  std::vector<std::byte> t(kMaxRoceLen);
+  auto len = encode_roce(t, h, {});
+  ASSERT_TRUE(len);
+  local.insert(local.end(), t.begin(), t.begin() + static_cast<std::ptrdiff_t>(*len));
+  local.resize(local.size() + kVcrcLen);
+  ASSERT_TRUE(decode_ib(local));
+  for (size_t n = 0; n < local.size(); ++n) {
+    auto d = decode_ib(std::span(local).first(n));
+    ASSERT_FALSE(d) << n;
+    EXPECT_EQ(d.error(), make_error_code(WireErrc::kTruncated)) << n;
+  }
+  local[1] = std::byte{0x00};  // LNH 0: raw, no BTH
+  EXPECT_EQ(decode_ib(local).error(), make_error_code(WireErrc::kNotRoce));
+
+  std::mt19937 rng(7);
+  for (int i = 0; i < 2000; ++i) {
+    std::vector<std::byte> buf(rng() % 120);
+    for (auto& b : buf) b = static_cast<std::byte>(rng());
+    if (buf.size() > 9) buf[8] = std::byte{kErfTypeInfiniband};
+    auto rec = parse_erf(buf);
+    if (!rec) {
+      ASSERT_TRUE(is_wire_error(rec.error()));
+      continue;
+    }
+    ASSERT_LE(rec->payload.data() + rec->payload.size(), buf.data() + buf.size());
+    if (auto d = decode_ib(rec->payload); !d) {
+      ASSERT_TRUE(is_wire_error(d.error()));
+    }
+  }
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "wire/frame.h"
+#include "wire/ib_native.h"
 #include "wire/pcap_reader.h"
 
 namespace rocelab::wire {
@@ -80,6 +81,32 @@ TEST(RealTraces, ErfNativeInfinibandIsCountedAsNonRoce) {
   EXPECT_EQ(t.link_type, 197);
   EXPECT_EQ(t.frames, 43);
   EXPECT_EQ(t.non_roce, 43);
+}
+
+// The same capture decoded as what it is: native InfiniBand, 37 local packets
+// (LRH + BTH) and 6 global ones (LRH + GRH + BTH), every native ICRC good.
+TEST(RealTraces, ErfNativeInfinibandDecodesWithGoodIcrcs) {
+  const fs::path path =
+      fs::path(ROCELAB_SHARED_DIR) / "traces" / "public" / "srinivaskoritala_infiniband.pcap";
+  auto r = PcapReader::open(path.string());
+  ASSERT_TRUE(r);
+  int local = 0, global = 0, frame = 0;
+  for (;;) {
+    auto f = r->next();
+    ASSERT_TRUE(f);
+    if (!f->has_value()) break;
+    ++frame;
+    auto rec = parse_erf((*f)->data);
+    ASSERT_TRUE(rec) << frame;
+    ASSERT_EQ(rec->type, kErfTypeInfiniband);
+    auto ib = decode_ib(rec->payload);
+    ASSERT_TRUE(ib) << "frame " << frame << ": " << ib.error().message();
+    EXPECT_TRUE(ib->icrc_ok()) << "frame " << frame;
+    EXPECT_EQ(size_t{ib->lrh.pkt_len} * 4 + kVcrcLen, rec->payload.size()) << frame;
+    ++(ib->has_grh ? global : local);
+  }
+  EXPECT_EQ(local, 37);
+  EXPECT_EQ(global, 6);
 }
 
 }  // namespace

@@ -16,8 +16,9 @@
 // reserve_source_port() first to learn which ports are usable. Runs of datagrams
 // from one source port to one destination with equal sizes (the last may be
 // shorter) leave as one UDP GSO send — by default only over IPv6: when the
-// kernel segments an IPv4 GSO packet it numbers the IDs 0, 1, 2, ..., which
-// would break the ICRC of every segment but the first (see gso_ipv4).
+// kernel segments an IPv4 GSO packet in software it numbers the IDs 0, 1, 2, ...,
+// which breaks the ICRC of every segment but the first (see gso_ipv4;
+// tests/emu/transport/udp_netns_test.cc shows it on a veth pair).
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -86,8 +87,10 @@ class UdpTransport final : public Transport {
   ~UdpTransport() override;
 
   // A UDP source port in 0xC000-0xFFFF that is bound (on local_address()) and
-  // usable by send(): `preferred` when it is free or already ours, otherwise the
-  // next free one upward (wrapping). 0 means "any". address_in_use when none.
+  // usable by send(). Send sockets are created in the calling thread's network
+  // namespace: reserve ports from the namespace the transport was opened in.
+  // Returns `preferred` when it is free or already ours, otherwise the next
+  // free one upward (wrapping); 0 means "any". address_in_use when none is free.
   Result<uint16_t> reserve_source_port(uint16_t preferred = 0);
 
   const wire::IpAddr& local_address() const override;

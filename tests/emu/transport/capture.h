@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,9 +27,11 @@ struct CapturedPacket {
 
 class Capture {
  public:
-  // Starts `dumpcap -i iface -f filter -w <tmp>/cap.pcap -P` and waits until it
+  // Starts `dumpcap -i iface -f filter -w <tmp>/cap.pcap -P` (inside network
+  // namespace netns when given, through `ip netns exec`) and waits until it
   // reports that it is capturing. ok() says whether that worked; error() why not.
-  Capture(const std::string& dumpcap, const std::string& iface, const std::string& filter) {
+  Capture(const std::string& dumpcap, const std::string& iface, const std::string& filter,
+          const std::string& netns = "") {
     if (dumpcap.empty()) {
       error_ = "dumpcap not found at configure time (it comes with tshark: `make deps`)";
       return;
@@ -46,19 +49,23 @@ class Capture {
     posix_spawn_file_actions_addopen(&fa, 2, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
     std::vector<std::string> args = {dumpcap, "-i", iface, "-f", filter, "-w", file_, "-P", "-q"};
+    if (!netns.empty()) args.insert(args.begin(), {"ip", "netns", "exec", netns});
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    int rc = posix_spawn(&pid_, dumpcap.c_str(), &fa, nullptr, argv.data(), environ);
+    int rc = posix_spawnp(&pid_, args[0].c_str(), &fa, nullptr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0) {
       error_ = "cannot start " + dumpcap;
       pid_ = -1;
       return;
     }
-    // Wait (bounded) for "Capturing on".
-    for (int i = 0; i < 200; ++i) {
-      if (log().find("Capturing on") != std::string::npos) {
+    // Wait (bounded) for the pcap file header: dumpcap prints "Capturing on"
+    // before it opens the interface, but writes the header only after the
+    // interface is open and its filter set.
+    for (int i = 0; i < 400; ++i) {
+      struct stat st;
+      if (::stat(file_.c_str(), &st) == 0 && st.st_size >= 24) {
         ok_ = true;
         return;
       }
@@ -70,7 +77,7 @@ class Capture {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    error_ = "dumpcap did not start capturing: " + log();
+    error_ = "dumpcap did not start capturing within 20 s: " + log();
   }
 
   ~Capture() {
