@@ -1,13 +1,51 @@
 #include "verbs_shim/transport_factory.h"
 
+#include <dlfcn.h>
+
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
 
 #include "emu/transport/fault_config.h"
 #include "emu/transport/fault_injector.h"
 #include "emu/transport/udp_transport.h"
+#include "verbs_shim/events_plugin.h"
 
 namespace rocelab::verbs_shim {
+namespace {
+
+struct EventsPlugin {
+  decltype(&rocelab_events_open) open;
+  decltype(&rocelab_events_close) close;
+};
+
+// librocelab_verbs_events.so from the shim's own directory, loaded once.
+wire::Result<EventsPlugin> events_plugin() {
+  static EventsPlugin plugin{};
+  static std::once_flag once;
+  std::call_once(once, [] {
+    Dl_info info{};
+    if (!dladdr(reinterpret_cast<void*>(&rocelab_events_plugin_anchor), &info) || !info.dli_fname) return;
+    std::string dir = info.dli_fname;
+    dir = dir.substr(0, dir.rfind('/') + 1);
+    void* h = dlopen((dir + "librocelab_verbs_events.so").c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      std::fprintf(stderr, "rocelab shim: ROCELAB_EVENTS: %s\n", dlerror());
+      return;
+    }
+    plugin.open = reinterpret_cast<decltype(&rocelab_events_open)>(dlsym(h, "rocelab_events_open"));
+    plugin.close = reinterpret_cast<decltype(&rocelab_events_close)>(dlsym(h, "rocelab_events_close"));
+  });
+  if (!plugin.open || !plugin.close) return std::error_code(ENOENT, std::generic_category());
+  return plugin;
+}
+
+}  // namespace
+
+// An address inside the shim, for dladdr.
+void rocelab_events_plugin_anchor() {}
 
 wire::Result<std::unique_ptr<emu::Transport>> make_transport(const DeviceConfig& dev,
                                                              const ShimConfig&) {
@@ -70,14 +108,17 @@ wire::Result<std::unique_ptr<DeviceTaps>> make_taps(const DeviceConfig& dev, con
   }
   if (!cfg.events_path.empty()) {
     std::string path = path_for(cfg.events_path);
-    auto log = emu::EventLog::open(path);
+    auto plugin = events_plugin();
+    if (!plugin) return plugin.error();
+    int err = 0;
+    emu::EventSink* sink = nullptr;
+    void* log = plugin->open(path.c_str(), dev.name.c_str(), &sink, &err);
     if (!log) {
-      std::fprintf(stderr, "rocelab shim: cannot write %s: %s\n", path.c_str(),
-                   log.error().message().c_str());
-      return log.error();
+      std::fprintf(stderr, "rocelab shim: cannot write %s: %s\n", path.c_str(), std::strerror(err));
+      return std::error_code(err, std::generic_category());
     }
-    taps->log = std::move(*log);
-    taps->events = taps->log->sink_for(dev.name);
+    taps->log = std::unique_ptr<void, EventLogCloser>(log, {plugin->close});
+    taps->events = sink;
   }
   return taps;
 }

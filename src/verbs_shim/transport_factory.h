@@ -5,7 +5,6 @@
 #include <memory>
 
 #include "emu/records.h"
-#include "emu/records/event_log.h"
 #include "emu/records/pcap_tap.h"
 #include "emu/transport/transport.h"
 #include "verbs_shim/config.h"
@@ -17,14 +16,22 @@ namespace rocelab::verbs_shim {
 wire::Result<std::unique_ptr<emu::Transport>> make_transport(const DeviceConfig& dev,
                                                              const ShimConfig& cfg);
 
+// Closes an event log through the module that opened it (events_plugin.h).
+struct EventLogCloser {
+  void (*close)(void*) = nullptr;
+  void operator()(void* log) const { close(log); }
+};
+
 // ROCELAB_PCAP and ROCELAB_EVENTS for one device. Members are destroyed
 // bottom-up: the tap before the file it writes to.
 struct DeviceTaps {
   std::unique_ptr<wire::PcapWriter> pcap_file;
   std::unique_ptr<emu::PcapTap> pcap;  // null unless ROCELAB_PCAP is set
-  std::unique_ptr<emu::EventLog> log;  // null unless ROCELAB_EVENTS is set
-  emu::EventSink* events = nullptr;    // owned by log
+  std::unique_ptr<void, EventLogCloser> log;  // events_plugin.h; null unless ROCELAB_EVENTS
+  emu::EventSink* events = nullptr;           // owned by log
 };
+void rocelab_events_plugin_anchor();
+
 // clock_offset turns the transport's clock into wall-clock time (pcap timestamps).
 wire::Result<std::unique_ptr<DeviceTaps>> make_taps(const DeviceConfig& dev, const ShimConfig& cfg,
                                                     emu::Nanos clock_offset);

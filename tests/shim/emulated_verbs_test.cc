@@ -324,6 +324,95 @@ TEST_F(Emulated, ExtendedQpAndCqApis) {
   EXPECT_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)), 0);
 }
 
+// UD: a datagram to our own GID, then the reply addressed by an AH made from
+// the receive completion and the GRH area (IPv4 header in bytes 20..39).
+TEST_F(Emulated, UdReplyThroughAhFromWc) {
+  ibv_cq* cq = ibv_create_cq(ctx_, 16, nullptr, nullptr, 0);
+  ASSERT_NE(cq, nullptr);
+  ibv_qp* qp[2];
+  for (auto& q : qp) {
+    ibv_qp_init_attr ia{};
+    ia.send_cq = ia.recv_cq = cq;
+    ia.qp_type = IBV_QPT_UD;
+    ia.cap.max_send_wr = ia.cap.max_recv_wr = 4;
+    ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+    ia.cap.max_inline_data = 16;
+    q = ibv_create_qp(pd_, &ia);
+    ASSERT_NE(q, nullptr);
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    a.qkey = 0x11111111;
+    ASSERT_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY), 0);
+    a = {};
+    a.qp_state = IBV_QPS_RTR;
+    ASSERT_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), 0);
+    a.qp_state = IBV_QPS_RTS;
+    a.sq_psn = 1;
+    ASSERT_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+  }
+  std::vector<char> buf(2 * (40 + 64), 0);
+  ibv_mr* mr = ibv_reg_mr(pd_, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE);
+  ASSERT_NE(mr, nullptr);
+  char* rx[2] = {buf.data(), buf.data() + 104};
+  for (int i = 0; i < 2; ++i) {
+    ibv_sge s{reinterpret_cast<uintptr_t>(rx[i]), 104, mr->lkey};
+    ibv_recv_wr r{}, *bad = nullptr;
+    r.wr_id = static_cast<uint64_t>(i);
+    r.sg_list = &s;
+    r.num_sge = 1;
+    ASSERT_EQ(ibv_post_recv(qp[i], &r, &bad), 0);
+  }
+  ibv_ah_attr aa{};
+  aa.is_global = 1;
+  aa.port_num = 1;
+  aa.grh.hop_limit = 64;
+  ASSERT_EQ(ibv_query_gid(ctx_, 1, 0, &aa.grh.dgid), 0);
+  ibv_ah* ah = ibv_create_ah(pd_, &aa);
+  ASSERT_NE(ah, nullptr);
+
+  char ping[] = "ping", pong[] = "pong";
+  auto send = [&](ibv_qp* from, ibv_ah* to, uint32_t qpn, char* text) {
+    ibv_sge s{reinterpret_cast<uintptr_t>(text), 5, 0};
+    ibv_send_wr w{}, *bad = nullptr;
+    w.sg_list = &s;
+    w.num_sge = 1;
+    w.opcode = IBV_WR_SEND;
+    w.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+    w.wr.ud.ah = to;
+    w.wr.ud.remote_qpn = qpn;
+    w.wr.ud.remote_qkey = 0x11111111;
+    return ibv_post_send(from, &w, &bad);
+  };
+  ASSERT_EQ(send(qp[0], ah, qp[1]->qp_num, ping), 0);
+  ibv_wc wc[2];
+  ASSERT_EQ(poll_n(cq, 2, wc), 2);  // the send and the receive, in either order
+  const ibv_wc& recv = wc[0].opcode == IBV_WC_RECV ? wc[0] : wc[1];
+  ASSERT_EQ(recv.status, IBV_WC_SUCCESS);
+  EXPECT_EQ(recv.byte_len, 40u + 5u);
+  EXPECT_TRUE(recv.wc_flags & IBV_WC_GRH);
+  EXPECT_EQ(recv.src_qp, qp[0]->qp_num);
+  EXPECT_STREQ(rx[1] + 40, "ping");
+
+  ibv_ah_attr back;
+  ASSERT_EQ(ibv_init_ah_from_wc(ctx_, 1, const_cast<ibv_wc*>(&recv),
+                                reinterpret_cast<ibv_grh*>(rx[1]), &back), 0);
+  EXPECT_EQ(std::memcmp(back.grh.dgid.raw, aa.grh.dgid.raw, 16), 0);  // the sender's GID
+  EXPECT_EQ(back.is_global, 1);
+  ibv_ah* reply = ibv_create_ah_from_wc(pd_, const_cast<ibv_wc*>(&recv),
+                                        reinterpret_cast<ibv_grh*>(rx[1]), 1);
+  ASSERT_NE(reply, nullptr);
+  ASSERT_EQ(send(qp[1], reply, recv.src_qp, pong), 0);
+  ASSERT_EQ(poll_n(cq, 2, wc), 2);
+  EXPECT_STREQ(rx[0] + 40, "pong");
+
+  EXPECT_EQ(ibv_destroy_ah(reply), 0);
+  EXPECT_EQ(ibv_destroy_ah(ah), 0);
+  for (auto* q : qp) EXPECT_EQ(ibv_destroy_qp(q), 0);
+  EXPECT_EQ(ibv_dereg_mr(mr), 0);
+  EXPECT_EQ(ibv_destroy_cq(cq), 0);
+}
+
 TEST_F(Emulated, AsyncEventsThroughARealFd) {
   ASSERT_GE(ctx_->async_fd, 0);
   int flags = fcntl(ctx_->async_fd, F_GETFL);

@@ -1,0 +1,16 @@
+// ROCELAB_EVENTS lives in a separate module, librocelab_verbs_events.so, that
+// the shim dlopen()s only when an event log is asked for: the log is Protobuf,
+// and linking libprotobuf into the shim would put it (and our events.proto
+// registration, which clashes with any other copy of it in the process) into
+// every program the shim is preloaded into.
+#pragma once
+#include "emu/records.h"
+
+extern "C" {
+// Opens (truncates) `path` and returns the log, with the sink for `device` in
+// *sink; nullptr with an errno value in *err on failure.
+void* rocelab_events_open(const char* path, const char* device, rocelab::emu::EventSink** sink,
+                          int* err);
+// Flushes and closes a log from rocelab_events_open.
+void rocelab_events_close(void* log);
+}

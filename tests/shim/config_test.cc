@@ -1,0 +1,77 @@
+// The shim's configuration parser (ROCELAB_* variables): defaults, every
+// accepted form, and a clear refusal naming the variable for bad input.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "verbs_shim/config.h"
+
+namespace rocelab::verbs_shim {
+namespace {
+
+std::map<std::string, std::string>& env() {
+  static std::map<std::string, std::string> e;
+  return e;
+}
+const char* lookup(const char* name) {
+  auto it = env().find(name);
+  return it == env().end() ? nullptr : it->second.c_str();
+}
+std::optional<ShimConfig> parse(std::map<std::string, std::string> vars, std::string& error) {
+  env() = std::move(vars);
+  return parse_config(lookup, error);
+}
+
+TEST(ShimConfig, ZeroConfigurationIsOneDeviceOnAFreeLoopbackAddress) {
+  std::string error;
+  auto c = parse({}, error);
+  ASSERT_TRUE(c) << error;
+  ASSERT_EQ(c->devices.size(), 1u);
+  EXPECT_EQ(c->devices[0].name, "rocelab0");
+  EXPECT_FALSE(c->devices[0].ip);  // the transport picks 127.0.0.x
+  EXPECT_EQ(c->mtu, 1024u);
+  EXPECT_TRUE(c->pcap_path.empty());
+  EXPECT_TRUE(c->events_path.empty());
+}
+
+TEST(ShimConfig, DevicesWithAddressesMtuAndFiles) {
+  std::string error;
+  auto c = parse({{"ROCELAB_DEVICES", "a0,b_1"},
+                  {"ROCELAB_IP", "198.18.0.1,198.18.0.2"},
+                  {"ROCELAB_MTU", "4096"},
+                  {"ROCELAB_PCAP", "/tmp/x.pcap"},
+                  {"ROCELAB_EVENTS", "/tmp/x.events"}},
+                 error);
+  ASSERT_TRUE(c) << error;
+  ASSERT_EQ(c->devices.size(), 2u);
+  EXPECT_EQ(c->devices[1].name, "b_1");
+  ASSERT_TRUE(c->devices[1].ip);
+  EXPECT_EQ(c->devices[1].ip->to_string(), "198.18.0.2");
+  EXPECT_EQ(c->mtu, 4096u);
+  EXPECT_EQ(c->pcap_path, "/tmp/x.pcap");
+  EXPECT_EQ(c->events_path, "/tmp/x.events");
+}
+
+TEST(ShimConfig, BadValuesAreRefusedNamingTheVariable) {
+  const std::map<std::string, std::string> bad[] = {
+      {{"ROCELAB_MTU", "1500"}},                        // not an IBTA path MTU
+      {{"ROCELAB_MTU", "1024x"}},                       // trailing junk
+      {{"ROCELAB_IP", "127.0.0.256"}},                  // not an address
+      {{"ROCELAB_IP", "::1"}},                          // IPv4 only
+      {{"ROCELAB_IP", "127.0.0.1,127.0.0.2"}},          // more addresses than devices
+      {{"ROCELAB_DEVICES", "a,a"}},                     // duplicate name
+      {{"ROCELAB_DEVICES", "a b"}},                     // space in a name
+      {{"ROCELAB_DEVICES", ","}},                       // no names at all
+      {{"ROCELAB_DEVICES", "a,b,c,d,e,f,g,h,i"}},       // more than kMaxDevices
+      {{"ROCELAB_DEVICES", std::string(64, 'n')}},      // longer than ibv_device::name
+  };
+  for (const auto& vars : bad) {
+    std::string error;
+    EXPECT_FALSE(parse(vars, error)) << vars.begin()->first << "=" << vars.begin()->second;
+    EXPECT_NE(error.find(vars.begin()->first), std::string::npos) << error;
+  }
+}
+
+}  // namespace
+}  // namespace rocelab::verbs_shim
