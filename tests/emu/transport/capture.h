@@ -4,7 +4,7 @@
 #include <fcntl.h>
 #include <pcap/pcap.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -16,8 +16,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-extern char** environ;
 
 namespace rocelab::emu::test {
 
@@ -44,19 +42,26 @@ class Capture {
     dir_ = tmpl;
     file_ = dir_ + "/cap.pcap";
     log_ = dir_ + "/dumpcap.log";
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 2, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
     std::vector<std::string> args = {dumpcap, "-i", iface, "-f", filter, "-w", file_, "-P", "-q"};
     if (!netns.empty()) args.insert(args.begin(), {"ip", "netns", "exec", netns});
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    int rc = posix_spawnp(&pid_, args[0].c_str(), &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) {
-      error_ = "cannot start " + dumpcap;
+    const pid_t parent = ::getpid();
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      // The child: stop capturing when the test process dies, even by a crash.
+      ::prctl(PR_SET_PDEATHSIG, SIGINT);
+      if (::getppid() != parent) ::_exit(127);
+      int log_fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      int null_fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+      if (log_fd >= 0) ::dup2(log_fd, 2);
+      if (null_fd >= 0) ::dup2(null_fd, 1);
+      ::execvp(argv[0], argv.data());
+      ::_exit(127);
+    }
+    if (pid_ < 0) {
+      error_ = "cannot fork for " + dumpcap;
       pid_ = -1;
       return;
     }
