@@ -1,10 +1,65 @@
 #!/usr/bin/env bash
-# `make demo`: write a capture with one packet of every opcode and decode it.
+# `make demo`: rocelab's main job, end to end.
+#   1. Two processes on this machine, each under `rocelab run`, run the unmodified
+#      rdma-core example ibv_rc_pingpong, then perftest's ib_write_bw, on emulated
+#      RoCE devices over real UDP (each process takes its own 127.0.0.x address).
+#   2. The server side records every RoCEv2 packet; rocelab decodes the capture.
+#   3. The opcode table as a capture: one packet of every RC, UC and UD opcode.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=build/bin/rocelab
 out=build/demo
 mkdir -p "$out"
-echo "== rocelab: a capture with one packet of every RC, UC and UD opcode"
+rm -f "$out"/*.pcap
+
+# Runs PROG as server and client (TCP port $1 for their out-of-band exchange),
+# the server recording a capture; fails if either side fails.
+pair() {
+  local port=$1 capture=$2
+  shift 2
+  timeout -k 5 120 "$bin" run --pcap "$capture" -- "$@" -p "$port" >"$out/server.log" 2>&1 &
+  local server=$!
+  for _ in $(seq 1 200); do   # until the server listens (it accepts one connection)
+    ss -Hltn "sport = :$port" | grep -q . && break
+    kill -0 $server 2>/dev/null || break
+    sleep 0.05
+  done
+  local rc=0
+  timeout -k 5 120 "$bin" run -- "$@" -p "$port" 127.0.0.1 || rc=$?
+  wait $server || rc=$?
+  if [ $rc != 0 ]; then
+    echo "demo: $1 failed (exit $rc); server output:" >&2
+    cat "$out/server.log" >&2
+    exit 1
+  fi
+}
+
+echo "== rocelab devices: what a program under 'rocelab run' sees"
+"$bin" devices
+echo
+
+echo "== ibv_rc_pingpong (rdma-core), unmodified, client and server under rocelab run"
+pair 18515 "$out/pingpong.pcap" ibv_rc_pingpong -g 0 -n 100
+echo
+
+echo "== ib_write_bw (perftest), unmodified"
+pair 18516 "$out/write_bw.pcap" ib_write_bw -n 200
+echo
+
+echo "== the capture of ibv_rc_pingpong, decoded: the first packets, then the per-QP summary"
+"$bin" decode --summary "$out/pingpong.pcap" >"$out/pingpong.txt"
+sed -n 1,10p "$out/pingpong.txt"
+echo "   ..."
+awk '/ QP 0x/{p=1} p' "$out/pingpong.txt"
+echo
+
+echo "== the capture of ib_write_bw: per-QP summary"
+"$bin" decode --summary "$out/write_bw.pcap" >"$out/write_bw.txt"
+awk '/ QP 0x/{p=1} p' "$out/write_bw.txt"
+echo
+
+echo "== one packet of every RC, UC and UD opcode, written by the encoder and decoded"
 "$bin" opcodes --pcap "$out/opcodes.pcap"
-"$bin" decode --summary "$out/opcodes.pcap"
+"$bin" decode "$out/opcodes.pcap"
+echo
+echo "captures are in $out/ (open them in Wireshark: they are genuine RoCEv2)"
