@@ -140,7 +140,9 @@ CompState comp_wqe(QpImpl& qp, Scratch& s) {
   return CompState::kDone;
 }
 
-// Go-back-N from comp.psn, while retries last (retry_cnt per IBTA; rxe treats 7 as infinite).
+// Go-back-N from comp.psn, while retries last. retry_left is reset by every
+// forward progress, so it counts consecutive retries without progress. As rxe
+// (rxe_comp.c COMPST_ERROR_RETRY), retry_cnt 7 retries forever.
 CompState error_retry(QpImpl& qp, Scratch& s) {
   if (qp.comp.started_retry) return CompState::kExit;
   if (qp.comp.retry_left == 0) {
@@ -149,7 +151,7 @@ CompState error_retry(QpImpl& qp, Scratch& s) {
     s.status = WcStatus::kRetryExcErr;
     return CompState::kErrorNak;
   }
-  qp.comp.retry_left--;
+  if (qp.attr.retry_cnt != 7) qp.comp.retry_left--;
   qp.ctr.completer_retry_err++;
   qp.eng->counters.completer_retry_err++;
   req_rewind(qp, qp.comp.psn);

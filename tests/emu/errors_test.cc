@@ -230,6 +230,27 @@ TEST_F(ErrorsTest, UnresponsivePeerIsRetryExceeded) {
   EXPECT_EQ(c.sent_pkts, 4u);  // the original and three retries
 }
 
+// retry_cnt 7 retries forever, as rxe does (IBTA gives 7 no special meaning
+// for retry_cnt; the engine follows rxe): an unresponsive peer never ends the WQE.
+TEST_F(ErrorsTest, RetryCnt7RetriesForever) {
+  ConnectOptions o;
+  o.timeout = 8;
+  o.retry_cnt = 7;
+  connect(o);
+  QpAttr a;
+  a.qp_state = QpState::kErr;  // b drops everything now
+  ASSERT_FALSE(b_.qp->modify(a, qp_attr::kState));
+  Sge s{a_.addr(), 10, a_.mr->lkey()};
+  ASSERT_FALSE(post_send(a_.qp, make_wr(WrOpcode::kSend, &s, 1, 1)));
+  for (int i = 0; i < 40; ++i) env_.step({a_.dev.get(), b_.dev.get()});
+  Wc wc;
+  EXPECT_EQ(a_.scq->poll(std::span<Wc>(&wc, 1)), 0);
+  const Counters c = a_.qp->counters();
+  EXPECT_GE(c.completer_retry_err, 10u);  // well past 7
+  EXPECT_EQ(c.retry_exceeded_err, 0u);
+  EXPECT_EQ(a_.qp->counters().sent_pkts, c.completer_retry_err + 1);
+}
+
 TEST_F(ErrorsTest, NoReceiveIsRnrRetryExceeded) {
   ConnectOptions o;
   o.rnr_retry = 2;

@@ -14,7 +14,8 @@ constexpr unsigned kAll = access::kLocalWrite | access::kRemoteWrite | access::k
 class Reliability : public ::testing::Test {
  protected:
   // a gets faults_a on what it sends, b gets faults_b.
-  void connect(const std::string& faults_a, const std::string& faults_b, Mtu mtu = Mtu::k1024) {
+  void connect(const std::string& faults_a, const std::string& faults_b, Mtu mtu = Mtu::k1024,
+               uint8_t retry_cnt = 7) {
     env_ = std::make_unique<Env>(Net::kSim, mtu);
     env_->set_faults(faults_a);
     a_ = env_->make_node(1, QpType::kRC, kLen, kAll);
@@ -24,6 +25,7 @@ class Reliability : public ::testing::Test {
     ConnectOptions o;
     o.path_mtu = mtu;
     o.timeout = 10;  // 4 ms of virtual time
+    o.retry_cnt = retry_cnt;
     o.psn_a = 0xFFFFFA;  // wraps during the first message
     o.psn_b = 0x800000;
     ASSERT_FALSE(connect_pair(*a_.dev, *a_.qp, *b_.dev, *b_.qp, o));
@@ -152,6 +154,19 @@ TEST_F(Reliability, RandomLossEveryOperation) {
     read_and_check(12 * 1024 + i, static_cast<uint8_t>(i + 100));
   }
   EXPECT_GT(a_.qp->counters().completer_retry_err, 0u);
+}
+
+// Forward progress restores the retry counter (IBTA 9.7.6.1.2, rxe_comp.c):
+// retry_cnt 1 allows one retry in a row without progress. A 4-packet READ
+// loses its 2nd response (the 3rd starts retry 1 from the 2nd PSN); the retried
+// READ's first response is progress, its second is lost, its last starts
+// retry 2. Without the reset retry 2 would be RETRY_EXC_ERR.
+TEST_F(Reliability, ForwardProgressResetsTheRetryCounter) {
+  connect("", "drop:class=read:nth=2;drop:class=read:nth=6", Mtu::k1024, /*retry_cnt=*/1);
+  read_and_check(4096, 9);
+  EXPECT_EQ(a_.qp->counters().completer_retry_err, 2u);
+  EXPECT_EQ(a_.qp->counters().retry_exceeded_err, 0u);
+  EXPECT_EQ(a_.qp->state(), QpState::kRts);
 }
 
 // Reordering: later packets overtake earlier ones; the responder NAKs the gap
