@@ -240,14 +240,19 @@ void comp_on_response(QpImpl& qp, const wire::RocePacket& pkt) {
   }
 }
 
-void comp_on_retrans_timer(QpImpl& qp) {
-  if (qp.state_ == QpState::kErr || qp.state_ == QpState::kReset) return;
+// Logs the expiry of one of the QP's timers (reason: a static string).
+static void log_timer(QpImpl& qp, std::string_view reason) {
   EngineEvent e;
   e.kind = EventKind::kTimer;
   e.qpn = qp.qpn;
   e.psn = qp.comp.psn.value();
-  e.reason = "retransmit";
+  e.reason = reason;
   qp.eng->log(e);
+}
+
+void comp_on_retrans_timer(QpImpl& qp) {
+  if (qp.state_ == QpState::kErr || qp.state_ == QpState::kReset) return;
+  log_timer(qp, "retransmit");
   const bool outstanding = qp.sq_head != qp.req.cur ||
                            (qp.sq_head != qp.sq_tail && qp.wqe(qp.sq_head).started);
   if (!outstanding) return;
@@ -264,12 +269,7 @@ void comp_on_retrans_timer(QpImpl& qp) {
 
 void comp_on_rnr_timer(QpImpl& qp) {
   if (qp.state_ == QpState::kErr || qp.state_ == QpState::kReset) return;
-  EngineEvent e;
-  e.kind = EventKind::kTimer;
-  e.qpn = qp.qpn;
-  e.psn = qp.comp.psn.value();
-  e.reason = "rnr";
-  qp.eng->log(e);
+  log_timer(qp, "rnr");
   qp.req.rnr_wait = false;
   req_run(qp);
   comp_update_timer(qp);
