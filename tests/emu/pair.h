@@ -6,6 +6,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -49,10 +50,14 @@ class Env {
       if (!u) return nullptr;
       t = std::move(*u);
     }
-    if (!faults_.empty()) {
-      FaultConfig fc;
-      fc.schedule = faults_;
-      fc.seed = host;
+    std::optional<FaultConfig> fcfg = fault_cfg_;
+    if (!fcfg && !faults_.empty()) {
+      fcfg.emplace();
+      fcfg->schedule = faults_;
+      fcfg->seed = host;
+    }
+    if (fcfg && fcfg->active()) {
+      const FaultConfig& fc = *fcfg;
       std::string err;
       auto fi = FaultInjector::wrap(std::move(t), fc, &err);
       EXPECT_TRUE(fi) << err;
@@ -132,14 +137,22 @@ class Env {
   }
 
   SimFabric* fabric() { return fabric_.get(); }
-  // Fault schedule (fault_config.h SPEC) for the devices made from now on.
-  void set_faults(std::string spec) { faults_ = std::move(spec); }
+  // Fault schedule (fault_config.h SPEC) for the devices made from now on
+  // (the fault PRNG is seeded with the host number).
+  void set_faults(std::string spec) {
+    faults_ = std::move(spec);
+    fault_cfg_.reset();
+  }
+  // A whole fault configuration (probabilities, seed, schedule) for the
+  // devices made from now on; replaces set_faults' schedule.
+  void set_fault_config(FaultConfig cfg) { fault_cfg_ = std::move(cfg); }
   Net net() const { return net_; }
 
  private:
   Net net_;
   Mtu mtu_;
   std::string faults_;
+  std::optional<FaultConfig> fault_cfg_;
   std::unique_ptr<SimFabric> fabric_;
 };
 
