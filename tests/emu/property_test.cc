@@ -42,6 +42,7 @@ PropertyLimits limits(Net net) {
     l.max_loss_pm = 100;
     l.max_reorder_pm = 50;
     l.max_dup_pm = 50;
+    l.max_corrupt_pm = 10;
     l.rx_rules = false;
     l.small_mtu = false;
   }
@@ -88,8 +89,10 @@ class Run {
   };
   static uint64_t iova(size_t stream) { return (uint64_t{stream} + 1) << 32; }
 
+  // The first few violations (the rest usually follow from them).
   void fail(const std::string& what) {
-    ADD_FAILURE() << what << (failures_ == 0 ? "\n" + sc_.describe() : "");
+    if (failures_ < 5) ADD_FAILURE() << what << (failures_ == 0 ? "\n" + sc_.describe() : "");
+    if (failures_ == 5) ADD_FAILURE() << "(further violations of this seed not shown)";
     ++failures_;
   }
 
@@ -568,7 +571,7 @@ std::string capture(uint64_t seed, const std::string& path) {
 TEST(RcPropertySim, SameSeedSameCapture) {
   const std::string dir = ::testing::TempDir();
   std::string first_of_seed[2];
-  const uint64_t seeds[2] = {3, 8};
+  const uint64_t seeds[2] = {3, 26};  // ~10k and ~1k packets, NAKs, retries and RNR NAKs
   for (int k = 0; k < 2; ++k) {
     SCOPED_TRACE(reproduce(Net::kSim, seeds[k]));
     const std::string a = capture(seeds[k], dir + "rocelab_prop_a.pcap");

@@ -90,6 +90,7 @@ FaultConfig draw_faults(Rng& r, uint64_t seed, int dev, const PropertyLimits& li
   if (r.below(4) != 0) fc.loss = static_cast<double>(r.below(lim.max_loss_pm + 1)) / 1000.0;
   if (r.below(2) != 0) fc.reorder = static_cast<double>(r.below(lim.max_reorder_pm + 1)) / 1000.0;
   if (r.below(2) != 0) fc.duplicate = static_cast<double>(r.below(lim.max_dup_pm + 1)) / 1000.0;
+  if (r.below(4) == 0) fc.corrupt = static_cast<double>(r.below(lim.max_corrupt_pm + 1)) / 1000.0;
   if (lim.rx_rules && r.per_mille(400)) {
     switch (r.below(5)) {
       case 0: fc.schedule = "dup:dir=rx:p=" + prob(r, 100); break;
@@ -321,8 +322,8 @@ std::string Scenario::describe() const {
   out += b;
   for (int d = 0; d < 2; ++d) {
     const FaultConfig& f = faults[d];
-    std::snprintf(b, sizeof b, "  device %c sends with loss %.3f reorder %.3f duplicate %.3f seed %llu schedule '%s'\n",
-                  d == 0 ? 'A' : 'B', f.loss, f.reorder, f.duplicate,
+    std::snprintf(b, sizeof b, "  device %c sends with loss %.3f reorder %.3f duplicate %.3f corrupt %.3f seed %llu schedule '%s'\n",
+                  d == 0 ? 'A' : 'B', f.loss, f.reorder, f.duplicate, f.corrupt,
                   static_cast<unsigned long long>(f.seed), f.schedule.c_str());
     out += b;
   }

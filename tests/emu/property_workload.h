@@ -5,7 +5,8 @@
 // One seed gives, through our own splitmix64 (no std distributions, so the
 // same seed means the same scenario with every standard library):
 //  - the fault configuration of each device (loss up to the limit, reorder,
-//    duplication, sometimes extra schedule rules in the rx direction);
+//    duplication, corruption, sometimes an extra schedule rule: rx-side
+//    duplication/reordering, ACK or READ-response loss, delay with jitter);
 //  - the path MTU, initial PSNs, max_rd_atomic, min_rnr_timer;
 //  - per QP pair one or two streams (A -> B, B -> A), each a list of WRs:
 //    SEND, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM, RDMA_READ,
@@ -133,7 +134,7 @@ struct PropertyLimits {
   unsigned min_ops = 10, max_ops = 40;  // per stream
   uint32_t max_size = 1u << 20;
   unsigned max_large = 1;         // WRs above 64 KiB per stream
-  unsigned max_loss_pm = 300, max_reorder_pm = 100, max_dup_pm = 100;  // per mille
+  unsigned max_loss_pm = 300, max_reorder_pm = 100, max_dup_pm = 100, max_corrupt_pm = 20;  // per mille
   bool rx_rules = true;           // extra schedule rules on received packets
   bool small_mtu = true;          // allow 256/512 (many packets)
 };
