@@ -29,7 +29,7 @@ namespace {
 
 constexpr unsigned kAll = access::kLocalWrite | access::kRemoteWrite | access::kRemoteRead |
                           access::kRemoteAtomic;
-constexpr QpCap kCap = {64, 256, 4, 4, 0};
+constexpr QpCap kCap = {64, 256, 4, 4, kMaxInline};
 constexpr int kCqe = 4096;
 
 PropertyLimits limits(Net net) {
@@ -45,6 +45,7 @@ PropertyLimits limits(Net net) {
     l.max_corrupt_pm = 10;
     l.rx_rules = false;
     l.small_mtu = false;
+    l.short_timeouts = false;
   }
   return l;
 }
@@ -113,7 +114,7 @@ class Run {
     o.path_mtu = sc_.mtu;
     o.psn_a = sc_.psn[0];
     o.psn_b = sc_.psn[1];
-    o.timeout = 10;  // 4.2 ms
+    o.timeout = sc_.timeout;
     o.retry_cnt = 7;  // forever, as rxe
     o.rnr_retry = 7;
     o.min_rnr_timer = sc_.min_rnr_timer;
@@ -165,7 +166,9 @@ class Run {
     for (size_t k = 0; k < batch; ++k) {
       const size_t idx = st.posted + k;
       const Op& op = plan.ops[idx];
-      const uint64_t base = iova(i) + op.local_off;
+      // Inline data is read from the process address (no lkey), as in libibverbs.
+      const uint64_t base = op.inline_data ? reinterpret_cast<uint64_t>(st.local.data() + op.local_off)
+                                           : iova(i) + op.local_off;
       const uint32_t cuts[4] = {0, op.nsge > 1 ? op.split[0] : op.len, op.nsge > 2 ? op.split[1] : op.len,
                                 op.len};
       for (unsigned g = 0; g < op.nsge; ++g) {
@@ -177,7 +180,8 @@ class Run {
       wr.wr_id = idx;
       wr.opcode = wr_opcode(op.kind);
       wr.sg_list = std::span<const Sge>(sges[k].data(), op.nsge);
-      wr.send_flags = (op.signaled ? send_flags::kSignaled : 0u) | (op.fence ? send_flags::kFence : 0u);
+      wr.send_flags = (op.signaled ? send_flags::kSignaled : 0u) | (op.fence ? send_flags::kFence : 0u) |
+                      (op.inline_data ? send_flags::kInline : 0u);
       wr.imm_data = op.imm;
       const uint64_t raddr = iova(i) + op.remote_off;
       if (is_atomic(op.kind)) {

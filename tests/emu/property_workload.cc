@@ -150,6 +150,7 @@ StreamPlan draw_stream(Rng& r, unsigned id, unsigned pair, int req, const Proper
     op.signaled = i + 1 == n || unsignaled_run + 1 >= s.window || r.per_mille(800);
     unsignaled_run = op.signaled ? 0 : unsignaled_run + 1;
     op.fence = r.per_mille(50);
+    op.inline_data = (takes_recv(op.kind) || is_write(op.kind)) && op.len <= kMaxInline && r.per_mille(300);
     op.imm = static_cast<uint32_t>(r.next());
     if (op.kind == OpKind::kRead) max_read = std::max<uint64_t>(max_read, op.len);
   }
@@ -304,6 +305,10 @@ Scenario make_scenario(uint64_t seed, const PropertyLimits& lim) {
   }
   s.max_rd_atomic = static_cast<uint8_t>(r.range(1, 16));
   s.min_rnr_timer = static_cast<uint8_t>(r.range(1, 12));
+  // One in five: a retransmit timeout shorter than the round trip of a long
+  // message, so spurious retries race with the ACKs (fabric only: on UDP the
+  // round trip is real time).
+  s.timeout = lim.short_timeouts && r.below(5) == 0 ? static_cast<uint8_t>(r.range(3, 8)) : 10;
   for (int d = 0; d < 2; ++d) s.faults[d] = draw_faults(r, seed, d, lim);
   for (unsigned p = 0; p < lim.pairs; ++p) {
     const uint64_t dirs = r.below(3);  // A->B, B->A, both
@@ -316,9 +321,9 @@ Scenario make_scenario(uint64_t seed, const PropertyLimits& lim) {
 std::string Scenario::describe() const {
   std::string out;
   char b[256];
-  std::snprintf(b, sizeof b, "seed %llu: mtu %u, psn A %u B %u, max_rd_atomic %u, min_rnr_timer %u\n",
+  std::snprintf(b, sizeof b, "seed %llu: mtu %u, psn A %u B %u, max_rd_atomic %u, min_rnr_timer %u, timeout %u\n",
                 static_cast<unsigned long long>(seed), mtu_bytes(mtu), psn[0], psn[1], max_rd_atomic,
-                min_rnr_timer);
+                min_rnr_timer, timeout);
   out += b;
   for (int d = 0; d < 2; ++d) {
     const FaultConfig& f = faults[d];

@@ -81,12 +81,14 @@ inline bool takes_recv(OpKind k) {
 // misplaced message names itself.
 inline constexpr uint32_t kHeaderMagic = 0x50524F50;  // "PROP"
 inline constexpr size_t kHeaderLen = 12;
+inline constexpr uint32_t kMaxInline = 128;  // the QPs' max_inline_data
 
 struct Op {
   OpKind kind = OpKind::kSend;
   uint32_t len = 0;       // bytes (8 for atomics)
   bool signaled = true;
   bool fence = false;
+  bool inline_data = false;  // IBV_SEND_INLINE (SEND/WRITE up to kMaxInline bytes)
   uint8_t nsge = 1;       // 0 only for len 0
   uint32_t split[2] = {0, 0};  // SGE boundaries inside [0, len) when nsge > 1
   uint32_t imm = 0;       // network order in memory, as ibv
@@ -137,6 +139,7 @@ struct PropertyLimits {
   unsigned max_loss_pm = 300, max_reorder_pm = 100, max_dup_pm = 100, max_corrupt_pm = 20;  // per mille
   bool rx_rules = true;           // extra schedule rules on received packets
   bool small_mtu = true;          // allow 256/512 (many packets)
+  bool short_timeouts = true;     // sometimes a timeout of 3..8
 };
 
 struct Scenario {
@@ -144,6 +147,7 @@ struct Scenario {
   Mtu mtu = Mtu::k1024;
   uint32_t psn[2] = {0, 0};
   uint8_t max_rd_atomic = 16, min_rnr_timer = 12;
+  uint8_t timeout = 10;   // 4.096 us * 2^timeout; short ones retransmit before the ACK is back
   FaultConfig faults[2];  // of device A, B
   std::vector<StreamPlan> streams;
   std::string describe() const;  // one line per stream, for failure messages
