@@ -93,48 +93,47 @@ TEST_P(VanishedPeer, OnTheFabricRetryExcAfterTimeoutTimesRetryCntPlusOne) {
 
 INSTANTIATE_TEST_SUITE_P(RetryCnt, VanishedPeer, ::testing::Values(0, 3, 7));
 
-// retry_cnt 7 against a peer that is alive but silent (every packet to it is
-// lost, so nothing says it is gone) retries for as long as that lasts — rxe's
-// "7 = forever" — and the transfer completes once packets get through again.
-TEST(SilentPeer, RetryCnt7KeepsRetryingWhileNothingSaysThePeerIsGone) {
-  Env env(Net::kSim);
-  env.set_faults("drop:from=0ms:for=200ms");
-  Node a = env.make_node(1, QpType::kRC, kLen, kAll);
-  env.set_faults("");
-  Node b = env.make_node(2, QpType::kRC, kLen, kAll);
-  ASSERT_TRUE(a.qp && b.qp);
-  ConnectOptions o;
-  o.timeout = 10;
-  o.retry_cnt = 7;
-  ASSERT_FALSE(connect_pair(*a.dev, *a.qp, *b.dev, *b.qp, o));
-  fill_pattern(a.buf, 0, size_t(kWrs) * kMsg, 5);
-  post_writes(a, b);
-  std::vector<Wc> wcs = env.wait_wcs(a.scq, kWrs, {a.dev.get(), b.dev.get()});
-  ASSERT_EQ(wcs.size(), size_t(kWrs));
-  for (const Wc& wc : wcs) EXPECT_EQ(wc.status, WcStatus::kSuccess) << to_string(wc.status);
+// A peer that is alive but silent: everything a sends in the first 200 ms of
+// virtual time is lost, so nothing says the peer is gone.
+class SilentPeer : public ::testing::Test {
+ protected:
+  void start(uint8_t retry_cnt) {
+    env_ = std::make_unique<Env>(Net::kSim);
+    env_->set_faults("drop:from=0ms:for=200ms");
+    a_ = env_->make_node(1, QpType::kRC, kLen, kAll);
+    env_->set_faults("");
+    b_ = env_->make_node(2, QpType::kRC, kLen, kAll);
+    ASSERT_TRUE(a_.qp && b_.qp);
+    ConnectOptions o;
+    o.timeout = 10;  // 4.2 ms
+    o.retry_cnt = retry_cnt;
+    ASSERT_FALSE(connect_pair(*a_.dev, *a_.qp, *b_.dev, *b_.qp, o));
+    fill_pattern(a_.buf, 0, size_t(kWrs) * kMsg, 5);
+    post_writes(a_, b_);
+    wcs_ = env_->wait_wcs(a_.scq, kWrs, {a_.dev.get(), b_.dev.get()});
+    ASSERT_EQ(wcs_.size(), size_t(kWrs));
+  }
+  std::unique_ptr<Env> env_;
+  Node a_, b_;
+  std::vector<Wc> wcs_;
+};
+
+// retry_cnt 7 retries for as long as the silence lasts — rxe's "7 = forever" —
+// and the transfer completes once packets get through again.
+TEST_F(SilentPeer, RetryCnt7KeepsRetryingWhileNothingSaysThePeerIsGone) {
+  ASSERT_NO_FATAL_FAILURE(start(7));
+  for (const Wc& wc : wcs_) EXPECT_EQ(wc.status, WcStatus::kSuccess) << to_string(wc.status);
   // 200 ms of silence at 4.2 ms per timeout: far more than seven retries.
-  EXPECT_GT(a.qp->counters().completer_retry_err, 40u);
-  EXPECT_EQ(a.qp->counters().retry_exceeded_err, 0u);
-  EXPECT_EQ(std::memcmp(a.buf.data(), b.buf.data(), size_t(kWrs) * kMsg), 0);
+  EXPECT_GT(a_.qp->counters().completer_retry_err, 40u);
+  EXPECT_EQ(a_.qp->counters().retry_exceeded_err, 0u);
+  EXPECT_EQ(std::memcmp(a_.buf.data(), b_.buf.data(), size_t(kWrs) * kMsg), 0);
 }
 
-// The same silence with retry_cnt 6 gives up: seven timeouts in a row.
-TEST(SilentPeer, RetryCnt6GivesUpAfterSevenTimeouts) {
-  Env env(Net::kSim);
-  env.set_faults("drop:from=0ms:for=200ms");
-  Node a = env.make_node(1, QpType::kRC, kLen, kAll);
-  env.set_faults("");
-  Node b = env.make_node(2, QpType::kRC, kLen, kAll);
-  ASSERT_TRUE(a.qp && b.qp);
-  ConnectOptions o;
-  o.timeout = 10;
-  o.retry_cnt = 6;
-  ASSERT_FALSE(connect_pair(*a.dev, *a.qp, *b.dev, *b.qp, o));
-  post_writes(a, b);
-  std::vector<Wc> wcs = env.wait_wcs(a.scq, kWrs, {a.dev.get(), b.dev.get()});
-  ASSERT_EQ(wcs.size(), size_t(kWrs));
-  expect_retry_exc_then_flush(wcs, 0);
-  EXPECT_EQ(a.qp->counters().completer_retry_err, 6u);
+// The same silence with retry_cnt 6 gives up: six retries, the seventh timeout ends it.
+TEST_F(SilentPeer, RetryCnt6GivesUpAfterSevenTimeouts) {
+  ASSERT_NO_FATAL_FAILURE(start(6));
+  expect_retry_exc_then_flush(wcs_, 0);
+  EXPECT_EQ(a_.qp->counters().completer_retry_err, 6u);
 }
 
 // ---- Real UDP, two processes ----
