@@ -223,6 +223,24 @@ TEST_F(Unreliable, UcLostOnlyPacket) {
   EXPECT_EQ(wcs[1].wr_id, 1u);  // message 1 never took a WQE
 }
 
+// Duplicates are PSNs out of sequence too (as in rxe): a duplicated ONLY is
+// the start of a message and is delivered again; a duplicated MIDDLE ends the
+// message it belongs to, which is then dropped.
+TEST_F(Unreliable, UcDuplicatedPackets) {
+  connect(QpType::kUC, "dup:nth=1;dup:nth=3");  // message 0's ONLY, message 1's first MIDDLE
+  post_recvs(4);
+  post_msg(WrOpcode::kSendWithImm, 500);
+  post_msg(WrOpcode::kSendWithImm, k4Pkts);
+  post_msg(WrOpcode::kSendWithImm, k4Pkts);
+  expect_all_sent();
+  auto wcs = drain_recvs();
+  ASSERT_EQ(wcs.size(), 3u);
+  expect_delivered(wcs[0], 0);
+  expect_delivered(wcs[1], 0);
+  expect_delivered(wcs[2], 2);
+  EXPECT_EQ(b_.qp->counters().duplicate_request, 2u);
+}
+
 // ---- UC, random loss ----
 
 // 200 SENDs and WRITE_WITH_IMMs of 1 to 5 packets, 10% of the packets lost:
