@@ -382,7 +382,7 @@ class Loopback {
     std::printf("operations %llu, bytes %llu, errors %llu, %.3f s\n", static_cast<unsigned long long>(ops_),
                 static_cast<unsigned long long>(bytes_), static_cast<unsigned long long>(errors_), secs);
     if (lossy_)
-      std::printf("%s does not retransmit: delivered %llu, lost %llu, repeated %llu (each delivered one byte-exact)\n",
+      std::printf("%s does not retransmit: delivered %llu, lost %llu, repeated %llu (every delivered message checked byte for byte)\n",
                   type_ == QpType::kUC ? "UC" : "UD", static_cast<unsigned long long>(delivered_),
                   static_cast<unsigned long long>(lost_), static_cast<unsigned long long>(repeated_));
     if (o_.counters) {
