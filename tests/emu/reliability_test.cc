@@ -15,7 +15,7 @@ class Reliability : public ::testing::Test {
  protected:
   // a gets faults_a on what it sends, b gets faults_b.
   void connect(const std::string& faults_a, const std::string& faults_b, Mtu mtu = Mtu::k1024,
-               uint8_t retry_cnt = 7) {
+               uint8_t retry_cnt = 7, uint8_t rnr_retry = 7) {
     env_ = std::make_unique<Env>(Net::kSim, mtu);
     env_->set_faults(faults_a);
     a_ = env_->make_node(1, QpType::kRC, kLen, kAll);
@@ -26,6 +26,7 @@ class Reliability : public ::testing::Test {
     o.path_mtu = mtu;
     o.timeout = 10;  // 4 ms of virtual time
     o.retry_cnt = retry_cnt;
+    o.rnr_retry = rnr_retry;
     o.psn_a = 0xFFFFFA;  // wraps during the first message
     o.psn_b = 0x800000;
     ASSERT_FALSE(connect_pair(*a_.dev, *a_.qp, *b_.dev, *b_.qp, o));
@@ -217,6 +218,50 @@ TEST_F(Reliability, RetryExhaustedThenTheRestIsFlushed) {
     EXPECT_EQ(std::memcmp(b_.buf.data() + i * 4096, a_.buf.data() + i * 2000, 2000), 0);
   }
   EXPECT_GT(b_.qp->counters().duplicate_request, 0u);
+}
+
+// RNR without a later receive: b has no receive WQE, every try is RNR NAKed;
+// after rnr_retry retries the SEND completes with RNR_RETRY_EXC_ERR and the
+// WQE behind it is flushed. Nothing was delivered.
+TEST_F(Reliability, RnrExhaustedThenTheRestIsFlushed) {
+  connect("", "", Mtu::k1024, 7, /*rnr_retry=*/2);
+  Sge s{a_.addr(), 3000, a_.mr->lkey()};
+  ASSERT_FALSE(post_send(a_.qp, make_wr(WrOpcode::kSend, &s, 1, 1)));
+  ASSERT_FALSE(post_send(a_.qp, make_wr(WrOpcode::kSend, &s, 1, 2)));
+  auto wcs = wait(a_.scq, 2);
+  ASSERT_EQ(wcs.size(), 2u);
+  EXPECT_EQ(wcs[0].status, WcStatus::kRnrRetryExcErr) << to_string(wcs[0].status);
+  EXPECT_EQ(wcs[1].status, WcStatus::kWrFlushErr) << to_string(wcs[1].status);
+  EXPECT_EQ(a_.qp->state(), QpState::kErr);
+  EXPECT_EQ(a_.qp->counters().rcvd_rnr_err, 3u);  // the first try and two retries
+  EXPECT_EQ(a_.qp->counters().rnr_nak_retry_err, 1u);
+  EXPECT_EQ(b_.qp->counters().send_rnr_err, 3u);
+  EXPECT_EQ(b_.qp->counters().rdma_recvs, 0u);
+}
+
+// A duplicated atomic request (the network delivers it twice): the second copy
+// is answered from the replay cache; the add happens once.
+TEST_F(Reliability, DuplicateAtomicRequestIsExecutedOnce) {
+  connect("dup:class=atomic:nth=1", "");
+  uint64_t v = 1000;
+  std::memcpy(b_.buf.data(), &v, 8);
+  Sge s{a_.addr(), 8, a_.mr->lkey()};
+  SendWr wr = make_wr(WrOpcode::kAtomicFetchAndAdd, &s, 1, 1);
+  wr.atomic.remote_addr = b_.addr();
+  wr.atomic.rkey = b_.mr->rkey();
+  wr.atomic.compare_add = 5;
+  ASSERT_FALSE(post_send(a_.qp, wr));
+  EXPECT_EQ(one(a_.scq).status, WcStatus::kSuccess);
+  for (int i = 0; i < 50; ++i) env_->step({a_.dev.get(), b_.dev.get()});
+  uint64_t orig = 0, now = 0;
+  std::memcpy(&orig, a_.buf.data(), 8);
+  std::memcpy(&now, b_.buf.data(), 8);
+  EXPECT_EQ(orig, 1000u);
+  EXPECT_EQ(now, 1005u);
+  EXPECT_EQ(b_.qp->counters().duplicate_request, 1u);
+  EXPECT_EQ(b_.qp->counters().sent_pkts, 2u);  // the ATOMIC ACK, then its replay
+  Wc extra;
+  EXPECT_EQ(a_.scq->poll(std::span<Wc>(&extra, 1)), 0);
 }
 
 // Drop the ACK: a times out and resends; b sees a duplicate SEND, re-ACKs it
