@@ -449,7 +449,7 @@ void register_loopback(CLI::App& app) {
   c->add_option("--pcap", o->pcap, "write every packet to this pcap file");
   c->add_option("--events", o->events, "write the engine event log (length-delimited Protobuf) here");
   c->add_flag("--counters", o->counters, "print the devices' counters");
-  c->add_option("--retry-cnt", o->retry_cnt, "RC retry_cnt (0-7): retries in a row without progress before RETRY_EXC_ERR; 7 (default) retries forever, as rxe")->check(CLI::Range(0, 7));
+  c->add_option("--retry-cnt", o->retry_cnt, "RC retry_cnt (0-7): retries in a row without progress before RETRY_EXC_ERR; 7 (default) retries forever, as rxe, unless the peer is gone (ICMP unreachable)")->check(CLI::Range(0, 7));
   c->add_option("--timeout", o->timeout, "RC local ACK timeout exponent (0-31; 0 = infinite)")->check(CLI::Range(0, 31));
   add_fault_options(*c, o->faults);
   c->callback([o] { exit_code() = Loopback(*o).run(); });
