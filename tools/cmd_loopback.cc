@@ -1,6 +1,9 @@
 // `rocelab loopback`: two emulated devices in one process run traffic over the
 // UDP transport (127.0.0.x) or the simulated fabric and verify every byte.
 // Exit 0 only when every operation completed with the expected status and data.
+// UC and UD do not retransmit: with faults injected, a message that does not
+// arrive is counted as lost (not an error); every message that does arrive must
+// still be whole and byte-exact.
 #include <poll.h>
 
 #include <chrono>
@@ -173,12 +176,20 @@ class Loopback {
       must(b_.dev->query_gid(kPortNum, 0, &aa.dgid), "query_gid");
       ah_ = must(a_.dev->create_ah(a_.pd, aa), "create_ah");
     }
+    // UC and UD drop what the faults damage; RC must recover everything.
+    lossy_ = type_ != QpType::kRC && o_.faults.active();
     start_ = std::chrono::steady_clock::now();
   }
 
-  // Waits for one completion on cq; false (and an error) when none comes.
-  bool wait_one(Side& s, Cq* cq, Wc* wc) {
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  // Waits for one completion on cq; false (and an error) when none comes. With
+  // may_be_lost (UC/UD under faults) no completion is not an error, and on UDP
+  // the wait is short: a message not there by then is taken as lost. On the
+  // simulated fabric the answer is exact: nothing is left in flight.
+  bool wait_one(Side& s, Cq* cq, Wc* wc, bool may_be_lost = false) {
+    const auto patience = may_be_lost ? std::chrono::milliseconds(50) +
+                                            std::chrono::microseconds(o_.faults.delay_us + o_.faults.jitter_us)
+                                      : std::chrono::milliseconds(60000);
+    const auto give_up = std::chrono::steady_clock::now() + patience;
     const Nanos vstart = sim() ? fabric_->now() : Nanos(0);
     for (;;) {
       if (cq->poll(std::span<Wc>(wc, 1)) == 1) return true;
@@ -198,7 +209,7 @@ class Loopback {
         if (!s.ch->get_event(&fired)) fired->ack_events(1);
       }
     }
-    fail("timed out waiting for a completion");
+    if (!may_be_lost) fail("timed out waiting for a completion");
     return false;
   }
 
@@ -221,6 +232,50 @@ class Loopback {
   }
 
   void post(Side& s, const SendWr& wr) { must(s.qp->post_send(std::span<const SendWr>(&wr, 1), nullptr), "post_send"); }
+  // The receive side of a UC/UD message under faults. One receive WQE is kept
+  // posted: a message that is lost leaves it for the next one (UD: never
+  // taken; UC: the message that lost a packet gives it back). A message that
+  // arrives must be whole and byte-exact (data_ok); a copy of the previous
+  // message (a duplicated packet) is counted and waited past.
+  template <typename DataOk>
+  void receive_unreliable(WcOpcode opcode, uint32_t byte_len, const char* what, DataOk data_ok) {
+    for (;;) {
+      Wc wc;
+      if (!wait_one(b_, b_.rcq, &wc, true)) {
+        ++lost_;
+        return;
+      }
+      --recv_posted_;
+      if (!expect_ok(wc, opcode, byte_len, what)) return;
+      switch (data_ok()) {
+        case Match::kThis:
+          ++delivered_;
+          return;
+        case Match::kPrevious:
+          ++repeated_;
+          break;
+        case Match::kNone:
+          fail(std::string(what) + ": data differs (partial or damaged message delivered)");
+          return;
+      }
+      if (recv_posted_ == 0) post_recv_counted(b_.addr(), byte_len);
+    }
+  }
+  enum class Match { kThis, kPrevious, kNone };
+  // Which message's pattern the n bytes at p hold: message i's, i-1's or neither.
+  Match which(const std::byte* p, uint32_t n, uint32_t i, uint32_t seed_base) {
+    scratch_.assign(n, std::byte{0});
+    pattern(scratch_, 0, n, seed_base + i);
+    if (std::memcmp(p, scratch_.data(), n) == 0) return Match::kThis;
+    if (i == 0) return Match::kNone;
+    pattern(scratch_, 0, n, seed_base + i - 1);
+    return std::memcmp(p, scratch_.data(), n) == 0 ? Match::kPrevious : Match::kNone;
+  }
+  void post_recv_counted(uint64_t addr, uint32_t len) {
+    post_recv(b_, addr, len);
+    ++recv_posted_;
+  }
+
   void post_recv(Side& s, uint64_t addr, uint32_t len) {
     Sge sge{addr, len, s.mr->lkey()};
     RecvWr r;
@@ -241,7 +296,8 @@ class Loopback {
         const uint32_t grh = type_ == QpType::kUD ? 40 : 0;
         pattern(a_.buf, 0, n, i);
         std::fill(b_.buf.begin(), b_.buf.end(), std::byte{0});
-        post_recv(b_, b_.addr(), n + grh);
+        if (!lossy_) post_recv(b_, b_.addr(), n + grh);
+        else if (recv_posted_ == 0) post_recv_counted(b_.addr(), n + grh);
         wr.opcode = WrOpcode::kSend;
         if (ah_) {
           wr.ud.ah = ah_;
@@ -250,7 +306,10 @@ class Loopback {
         }
         post(a_, wr);
         if (wait_one(a_, a_.scq, &wc)) expect_ok(wc, WcOpcode::kSend, n, "SEND (requester)");
-        if (wait_one(b_, b_.rcq, &wc) && expect_ok(wc, WcOpcode::kRecv, n + grh, "SEND (responder)") &&
+        if (lossy_) {
+          receive_unreliable(WcOpcode::kRecv, n + grh, "SEND (responder)",
+                             [&] { return which(b_.buf.data() + grh, n, i, 0); });
+        } else if (wait_one(b_, b_.rcq, &wc) && expect_ok(wc, WcOpcode::kRecv, n + grh, "SEND (responder)") &&
             std::memcmp(b_.buf.data() + grh, a_.buf.data(), n) != 0)
           fail("SEND: data differs");
       } else if (op == "write") {
@@ -258,13 +317,23 @@ class Loopback {
         const bool imm = type_ == QpType::kUC || (i & 1);
         pattern(a_.buf, 0, n, i + 1000);
         std::fill(b_.buf.begin(), b_.buf.end(), std::byte{0});
-        if (imm) post_recv(b_, b_.addr(), 0);
+        if (imm && !lossy_) post_recv(b_, b_.addr(), 0);
+        else if (imm && recv_posted_ == 0) post_recv_counted(b_.addr(), 0);
         wr.opcode = imm ? WrOpcode::kRdmaWriteWithImm : WrOpcode::kRdmaWrite;
         wr.imm_data = i;
         wr.rdma.remote_addr = b_.addr();
         wr.rdma.rkey = b_.mr->rkey();
         post(a_, wr);
         if (wait_one(a_, a_.scq, &wc)) expect_ok(wc, WcOpcode::kRdmaWrite, n, "WRITE");
+        if (lossy_) {
+          // UC WRITE: only the immediate says the data is all there. A lost
+          // message may have placed some of its packets: not checked.
+          receive_unreliable(WcOpcode::kRecvRdmaWithImm, n, "WRITE_WITH_IMM (responder)",
+                             [&] { return which(b_.buf.data(), n, i, 1000); });
+          ++ops_;
+          bytes_ += n;
+          continue;
+        }
         if (imm && wait_one(b_, b_.rcq, &wc)) expect_ok(wc, WcOpcode::kRecvRdmaWithImm, n, "WRITE_WITH_IMM (responder)");
         if (std::memcmp(b_.buf.data(), a_.buf.data(), n) != 0) fail("WRITE: data differs");
       } else if (op == "read") {
@@ -312,6 +381,10 @@ class Loopback {
                 o_.qp_type.c_str(), o_.op.c_str(), o_.size, o_.count, o_.mtu);
     std::printf("operations %llu, bytes %llu, errors %llu, %.3f s\n", static_cast<unsigned long long>(ops_),
                 static_cast<unsigned long long>(bytes_), static_cast<unsigned long long>(errors_), secs);
+    if (lossy_)
+      std::printf("%s does not retransmit: delivered %llu, lost %llu, repeated %llu (every delivered message checked byte for byte)\n",
+                  type_ == QpType::kUC ? "UC" : "UD", static_cast<unsigned long long>(delivered_),
+                  static_cast<unsigned long long>(lost_), static_cast<unsigned long long>(repeated_));
     if (o_.counters) {
       for (Side* s : {&a_, &b_}) {
         std::printf("%s counters:", s->dev->name().c_str());
@@ -352,6 +425,10 @@ class Loopback {
   Ah* ah_ = nullptr;
   uint64_t ops_ = 0, bytes_ = 0, errors_ = 0;
   uint64_t model_ = 0;
+  bool lossy_ = false;                          // UC/UD under faults
+  uint64_t delivered_ = 0, lost_ = 0, repeated_ = 0;
+  uint64_t recv_posted_ = 0;                    // lossy_: receive WQEs posted and not completed
+  std::vector<std::byte> scratch_;
   std::chrono::steady_clock::time_point start_;
 };
 
@@ -372,7 +449,7 @@ void register_loopback(CLI::App& app) {
   c->add_option("--pcap", o->pcap, "write every packet to this pcap file");
   c->add_option("--events", o->events, "write the engine event log (length-delimited Protobuf) here");
   c->add_flag("--counters", o->counters, "print the devices' counters");
-  c->add_option("--retry-cnt", o->retry_cnt, "RC retry_cnt (0-7): retries in a row without progress before RETRY_EXC_ERR; 7 (default) retries forever, as rxe")->check(CLI::Range(0, 7));
+  c->add_option("--retry-cnt", o->retry_cnt, "RC retry_cnt (0-7): retries in a row without progress before RETRY_EXC_ERR; 7 (default) retries forever, as rxe, unless the peer is gone (ICMP unreachable)")->check(CLI::Range(0, 7));
   c->add_option("--timeout", o->timeout, "RC local ACK timeout exponent (0-31; 0 = infinite)")->check(CLI::Range(0, 31));
   add_fault_options(*c, o->faults);
   c->callback([o] { exit_code() = Loopback(*o).run(); });

@@ -140,18 +140,26 @@ CompState comp_wqe(QpImpl& qp, Scratch& s) {
   return CompState::kDone;
 }
 
+// retry_cnt 7 retries forever, as rxe does (rxe_comp.c COMPST_ERROR_RETRY) —
+// unless the network has told us the peer is gone (ICMP unreachable: its
+// process has exited). Then 7 means seven, as on a NIC, and a vanished peer
+// ends in RETRY_EXC_ERR after timeout x 8 (docs/rc-reliability.md).
+bool retries_exhausted(const QpImpl& qp) {
+  if (qp.comp.retry_left != 0) return false;
+  return qp.attr.retry_cnt != 7 || qp.eng->gone_peers.contains(qp.dst);
+}
+
 // Go-back-N from comp.psn, while retries last. retry_left is reset by every
-// forward progress, so it counts consecutive retries without progress. As rxe
-// (rxe_comp.c COMPST_ERROR_RETRY), retry_cnt 7 retries forever.
+// forward progress, so it counts consecutive retries without progress.
 CompState error_retry(QpImpl& qp, Scratch& s) {
   if (qp.comp.started_retry) return CompState::kExit;
-  if (qp.comp.retry_left == 0) {
+  if (retries_exhausted(qp)) {
     qp.ctr.retry_exceeded_err++;
     qp.eng->counters.retry_exceeded_err++;
     s.status = WcStatus::kRetryExcErr;
     return CompState::kErrorNak;
   }
-  if (qp.attr.retry_cnt != 7) qp.comp.retry_left--;
+  if (qp.comp.retry_left != 0) qp.comp.retry_left--;
   qp.ctr.completer_retry_err++;
   qp.eng->counters.completer_retry_err++;
   req_rewind(qp, qp.comp.psn);

@@ -14,6 +14,7 @@
 #include "emu/device.h"
 #include "emu/impl_objects.h"
 #include "emu/qp_impl.h"
+#include "emu/transport/unreachable_set.h"
 #include "wire/frame.h"
 #include "wire/packet.h"
 
@@ -58,12 +59,16 @@ class Device::Engine {
 
   TxQueue tx;
   std::vector<QpImpl*> ack_list;  // QPs with a deferred ACK (reserved capacity)
+  // Peers the transport reported unreachable (ICMP) and that have not sent
+  // anything since: an RC QP with retry_cnt 7 stops retrying towards them.
+  UnreachableSet gone_peers;
   RecvHandler on_recv;            // bound once to receive()
 
   std::thread helper;
   std::atomic<bool> stopping{false};
 
-  // Progress (mu held): timers and received packets, then deferred ACKs and the tx batch.
+  // Progress (mu held): timers and received packets, then deferred ACKs and the
+  // tx batch, then what the transport learned about unreachable peers.
   size_t progress_locked();
   void helper_loop();
 

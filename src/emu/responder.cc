@@ -173,13 +173,18 @@ RespState chk_psn(QpImpl& qp, Scratch& s) {
   if (qp.type_ == QpType::kUC) {
     // IBTA 9.8.3: UC has no retries; on a gap drop until the next FIRST/ONLY.
     if (d != 0 || qp.resp.uc_drop) {
+      // Counted also for the FIRST/ONLY that ends the gap: after a lost LAST it
+      // is the only sign of the loss the responder gets.
+      if (d > 0) {
+        qp.ctr.out_of_seq_request++;
+        qp.eng->counters.out_of_seq_request++;
+      } else if (d < 0) {
+        qp.ctr.duplicate_request++;
+        qp.eng->counters.duplicate_request++;
+      }
       if (!is_first(s.info)) {
         qp.resp.uc_drop = true;
         qp.resp.seq = Responder::Seq::kNone;
-        if (d != 0) {
-          qp.ctr.out_of_seq_request++;
-          qp.eng->counters.out_of_seq_request++;
-        }
         s.reason = "UC: out of sequence";
         s.drop_ctr = nullptr;
         return RespState::kDrop;

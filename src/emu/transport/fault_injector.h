@@ -59,6 +59,7 @@ class FaultInjector final : public Transport {
   wire::Result<uint16_t> reserve_source_port(uint16_t preferred = 0) override {
     return inner_->reserve_source_port(preferred);
   }
+  size_t take_unreachable(std::span<wire::IpAddr> out) override { return inner_->take_unreachable(out); }
 
   FaultStats fault_stats() const { return stats_; }
   size_t held() const { return held_.size(); }

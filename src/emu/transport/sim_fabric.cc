@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "emu/transport/timer_queue.h"
+#include "emu/transport/unreachable_set.h"
 
 namespace rocelab::emu {
 
@@ -51,6 +52,7 @@ class SimPort final : public Transport {
       SimPort* dst = fabric_.find(d.ip.dst);
       if (dst == nullptr) {
         ++fabric_.stats_.dropped_no_port;
+        unreachable_.add(d.ip.dst);  // what ICMP port unreachable tells a UDP sender
         continue;
       }
       dst->arrive({depart + fabric_.cfg_.latency, fabric_.next_seq_++,
@@ -89,6 +91,7 @@ class SimPort final : public Transport {
     return timers_.make_timer(std::move(on_expiry));
   }
   TransportStats stats() const override { return stats_; }
+  size_t take_unreachable(std::span<wire::IpAddr> out) override { return unreachable_.take(out); }
 
   Nanos next_event() {
     Nanos t = timers_.next_deadline();
@@ -119,6 +122,7 @@ class SimPort final : public Transport {
   Nanos busy_until_{0};
   std::atomic<bool> woken_{false};
   TransportStats stats_;
+  UnreachableSet unreachable_;
 };
 
 SimFabric::SimFabric(SimFabricConfig cfg) : cfg_(cfg), now_(cfg.start) {}

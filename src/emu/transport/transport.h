@@ -92,6 +92,18 @@ class Transport {
   virtual wire::Result<uint16_t> reserve_source_port(uint16_t preferred = 0) {
     return preferred >= 0xC000 ? preferred : uint16_t{0xC000};
   }
+
+  // Destinations the network has reported unreachable since the last call:
+  // an ICMP port (or host/network) unreachable came back for a datagram sent
+  // there, i.e. nothing receives RoCEv2 at that address any more — on our
+  // transports, the peer process has exited. Writes at most out.size()
+  // addresses, each once, and returns how many. The engine uses this to end
+  // the retries of an RC QP whose peer has vanished (docs/rc-reliability.md,
+  // "A vanished peer"). Transports that cannot tell report nothing.
+  virtual size_t take_unreachable(std::span<wire::IpAddr> out) {
+    (void)out;
+    return 0;
+  }
 };
 
 }  // namespace rocelab::emu

@@ -1,6 +1,7 @@
 #include "emu/transport/udp_transport.h"
 
 #include <arpa/inet.h>
+#include <linux/errqueue.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <sys/eventfd.h>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "emu/transport/timer_queue.h"
+#include "emu/transport/unreachable_set.h"
 #include "wire/packet.h"
 
 #ifndef UDP_SEGMENT
@@ -171,10 +173,57 @@ struct UdpTransport::Impl {
   std::array<CmsgBuf, kTxMsgs> tx_cmsg{};
   std::array<size_t, kTxMsgs> tx_count{};  // datagrams per message
 
+  // Destinations ICMP reported unreachable (read from the send sockets' error queues).
+  UnreachableSet unreachable;
+
   Result<int> send_fd(uint16_t port);
   bool start_message();
   size_t send_run(int fd, std::span<const Datagram> run);
+  void read_errors(int fd);
 };
+
+// An ICMP error came back for a datagram this socket sent (IP_RECVERR): the
+// kernel queued it, with the datagram's destination in msg_name. Port, host or
+// network unreachable means nobody receives RoCEv2 there any more.
+void UdpTransport::Impl::read_errors(int fd) {
+  for (int k = 0; k < 64; ++k) {
+    sockaddr_storage to{};
+    std::array<std::byte, 64> data;
+    CmsgBuf control;
+    iovec iov{data.data(), data.size()};
+    msghdr mh{};
+    mh.msg_name = &to;
+    mh.msg_namelen = sizeof to;
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = control.data();
+    mh.msg_controllen = sizeof control.bytes;
+    if (::recvmsg(fd, &mh, MSG_ERRQUEUE | MSG_DONTWAIT) < 0) return;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&mh); c != nullptr; c = CMSG_NXTHDR(&mh, c)) {
+      const bool v4 = c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_RECVERR;
+      const bool v6 = c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_RECVERR;
+      if (!v4 && !v6) continue;
+      sock_extended_err ee;
+      std::memcpy(&ee, CMSG_DATA(c), sizeof ee);
+      const bool icmp = ee.ee_origin == SO_EE_ORIGIN_ICMP || ee.ee_origin == SO_EE_ORIGIN_ICMP6;
+      const bool gone = ee.ee_errno == ECONNREFUSED || ee.ee_errno == EHOSTUNREACH ||
+                        ee.ee_errno == ENETUNREACH;
+      if (!icmp || !gone) continue;
+      wire::IpAddr a;
+      if (to.ss_family == AF_INET) {
+        const auto* sin = reinterpret_cast<const sockaddr_in*>(&to);
+        a = wire::IpAddr::from_v4_u32(ntohl(sin->sin_addr.s_addr));
+      } else if (to.ss_family == AF_INET6) {
+        const auto* sin6 = reinterpret_cast<const sockaddr_in6*>(&to);
+        a.v6 = true;
+        std::memcpy(a.b.data(), &sin6->sin6_addr, 16);
+      } else {
+        continue;
+      }
+      unreachable.add(a);
+    }
+  }
+}
 
 Result<int> UdpTransport::Impl::send_fd(uint16_t port) {
   if (port < kFirstSourcePort) return std::make_error_code(std::errc::invalid_argument);
@@ -182,6 +231,9 @@ Result<int> UdpTransport::Impl::send_fd(uint16_t port) {
   if (idx >= 0) return send_socks[static_cast<size_t>(idx)].native_handle();
   auto fd = bind_udp(local, port);
   if (!fd) return fd.error();
+  // ICMP errors for what we send (a peer that has exited answers "port
+  // unreachable"): queued on the socket, read by read_errors().
+  set_int(*fd, local.v6 ? IPPROTO_IPV6 : IPPROTO_IP, local.v6 ? IPV6_RECVERR : IP_RECVERR, 1);
   if (local.v6) {
     set_int(*fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, IPV6_PMTUDISC_DO);
   } else {
@@ -271,6 +323,9 @@ Nanos UdpTransport::now() const {
 }
 TransportStats UdpTransport::stats() const { return impl_->stats; }
 UdpStats UdpTransport::udp_stats() const { return impl_->ustats; }
+size_t UdpTransport::take_unreachable(std::span<wire::IpAddr> out) {
+  return impl_->unreachable.take(out);
+}
 
 std::unique_ptr<Timer> UdpTransport::make_timer(std::function<void()> on_expiry) {
   return impl_->timers.make_timer(std::move(on_expiry));
@@ -368,7 +423,7 @@ size_t UdpTransport::Impl::send_run(int fd, std::span<const Datagram> run) {
       j += segs;
       ++nmsg;
     }
-    size_t done = 0;
+    size_t done = 0, reported_errors = 0;
     while (done < nmsg) {
       int r = ::sendmmsg(fd, &tx_msgs[done], static_cast<unsigned>(nmsg - done), 0);
       if (r > 0) {
@@ -388,6 +443,13 @@ size_t UdpTransport::Impl::send_run(int fd, std::span<const Datagram> run) {
         for (size_t k = done; k < nmsg; ++k) ustats.tx_dropped_full += tx_count[k];
         for (size_t k = j; k < run.size(); ++k) ++ustats.tx_dropped_full;
         return handed;
+      }
+      if (r < 0 && (errno == ECONNREFUSED || errno == EHOSTUNREACH || errno == ENETUNREACH) &&
+          reported_errors++ < kTxMsgs) {
+        // The pending ICMP error of an earlier datagram, reported by this send
+        // (which did not go out): note it, then send this message again.
+        read_errors(fd);
+        continue;
       }
       stats.tx_errors += tx_count[done];  // this message is refused: skip it
       ++done;

@@ -107,6 +107,9 @@ class UdpTransport final : public Transport {
   Nanos now() const override;  // std::chrono::steady_clock
   std::unique_ptr<Timer> make_timer(std::function<void()> on_expiry) override;
   TransportStats stats() const override;
+  // From ICMP errors (IP_RECVERR on the send sockets), noticed when the next
+  // datagram is sent from the same socket: a retransmission finds them.
+  size_t take_unreachable(std::span<wire::IpAddr> out) override;
   UdpStats udp_stats() const;
 
   struct Impl;

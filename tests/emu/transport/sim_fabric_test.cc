@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -70,6 +71,27 @@ TEST(SimFabric, DeliversAfterLatencyInSendOrderWithFields) {
   EXPECT_EQ(a->stats().tx_bytes, 16u);
   EXPECT_EQ(b->stats().rx_datagrams, 3u);
   EXPECT_EQ(b->stats().rx_batches, 2u);
+}
+
+// A datagram to an address nobody holds (a destroyed device) is dropped, and
+// the sender learns the address is unreachable, as ICMP would tell it.
+TEST(SimFabric, SendingToAVanishedAddressReportsItUnreachableOnce) {
+  SimFabric fabric;
+  auto a = fabric.attach(kA);
+  auto b = fabric.attach(kB);
+  ASSERT_TRUE(a && b);
+  auto p = bytes_of("x");
+  std::vector<Datagram> batch = {to(kA, kB, p)};
+  std::array<wire::IpAddr, 2> out;
+  EXPECT_EQ(a->send(batch), 1u);
+  EXPECT_EQ(a->take_unreachable(out), 0u);
+  b.reset();
+  EXPECT_EQ(a->send(batch), 1u);
+  EXPECT_EQ(a->send(batch), 1u);
+  EXPECT_EQ(fabric.stats().dropped_no_port, 2u);
+  ASSERT_EQ(a->take_unreachable(out), 1u);  // once, however many were sent
+  EXPECT_EQ(out[0], kB);
+  EXPECT_EQ(a->take_unreachable(out), 0u);
 }
 
 TEST(SimFabric, SerializationDelayQueuesBehindTheLink) {

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <thread>
 
@@ -89,6 +90,35 @@ TEST(UdpTransport, ExchangesBatchesByteExactWithAddressesAndSourcePort) {
   EXPECT_EQ(p.a->stats().tx_datagrams, 50u);
   EXPECT_EQ(p.b->stats().rx_datagrams, 50u);
   EXPECT_EQ(p.a->udp_stats().gso_sends, 0u);  // loopback: no GSO by default
+}
+
+// A peer whose process has exited: its port 4791 is closed, the kernel answers
+// with ICMP port unreachable, and the next send from the same socket reports
+// it. take_unreachable() names the destination once; a live peer never shows up.
+TEST(UdpTransport, IcmpPortUnreachableNamesTheVanishedDestination) {
+  auto p = open_pair();
+  ASSERT_TRUE(p.a && p.b);
+  auto sport = p.a->reserve_source_port(0xC321);
+  ASSERT_TRUE(sport);
+  const wire::IpUdpInfo to_b = path(*p.a, *p.b, *sport);
+  const wire::IpAddr b_addr = p.b->local_address();
+  std::array<wire::IpAddr, 4> out;
+  std::vector<Frame> frames{make_frame(to_b, wire::op::kRcSendOnly, 1, 64)};
+  auto one = test::datagrams(frames);
+  ASSERT_EQ(p.a->send(one), 1u);
+  ASSERT_EQ(test::receive(*p.b, 1).size(), 1u);
+  EXPECT_EQ(p.a->take_unreachable(out), 0u);  // b is alive
+
+  p.b.reset();  // b's socket closes: nothing listens on b:4791 any more
+  size_t n = 0;
+  for (int i = 0; i < 200 && n == 0; ++i) {  // the ICMP error comes back asynchronously
+    p.a->send(one);
+    n = p.a->take_unreachable(out);
+    if (n == 0) std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_EQ(n, 1u);
+  EXPECT_EQ(out[0], b_addr);
+  EXPECT_EQ(p.a->take_unreachable(out), 0u);  // reported once
 }
 
 TEST(UdpTransport, GsoRunsArriveAsGroSuperDatagramsAndSplitByteExact) {

@@ -1,0 +1,94 @@
+#!/bin/bash
+# A vanished peer with real clients (issue #4 item 5): an unmodified verbs
+# program runs as server and client under `rocelab run`; once the client is
+# transferring, the server process is killed (SIGKILL). The client's
+# outstanding WRs must end in RETRY_EXC_ERR (status 12) after about
+# timeout x (retry_cnt + 1) — the programs set retry_cnt 7 — so the client
+# exits by itself, with an error, instead of hanging.
+#
+#   vanished_peer.sh ROCELAB PORT [-e REGEX]... -- PROG ARGS...
+#
+# -e: the client's final output must match (ERE).
+# The client gets LIMIT seconds (default 60) to exit: more is a hang.
+set -u
+rocelab=$1 port=$2
+shift 2
+expect=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    -e) expect+=("$2"); shift 2 ;;
+    --) shift; break ;;
+    *) echo "vanished_peer.sh: bad argument $1" >&2; exit 2 ;;
+  esac
+done
+[ $# -gt 0 ] || { echo "vanished_peer.sh: usage" >&2; exit 2; }
+limit=${LIMIT:-60}
+work=$(mktemp -d /tmp/rocelab-vanish.XXXXXX)
+srv_pid="" cli_pid=""
+cleanup() {
+  [ -n "$srv_pid" ] && kill -9 "$srv_pid" 2>/dev/null
+  [ -n "$cli_pid" ] && kill -9 "$cli_pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# Addresses of their own, outside the 127.0.0.x pool that `rocelab run`
+# allocates from: a process started meanwhile by a parallel test must not
+# take over the dead server's address (its device would silently drop the
+# retransmissions — no ICMP — and retry_cnt 7 would retry forever, as on rxe).
+net=127.$((port % 250 + 1)).$((port / 250 % 250 + 1))
+# `rocelab run` execs the program: $! is the server program itself.
+"$rocelab" run --ip "$net.1" -- "$@" -p "$port" >"$work/server.out" 2>&1 &
+srv_pid=$!
+for _ in $(seq 1 400); do
+  ss -Hltn "sport = :$port" | grep -q . && break
+  kill -0 "$srv_pid" 2>/dev/null || break
+  sleep 0.05
+done
+timeout -k 5 "$limit" "$rocelab" run --ip "$net.2" --pcap "$work/client.pcap" -- "$@" -p "$port" 127.0.0.1 \
+  >"$work/client.out" 2>&1 &
+cli_pid=$!
+
+# The programs' stdout is a file, so buffered: what shows the client is
+# transferring is its own capture (rocelab run --pcap) growing past 256 KiB.
+transferring=0
+for _ in $(seq 1 600); do
+  size=$(stat -c %s "$work/client.pcap" 2>/dev/null || echo 0)
+  if [ "$size" -gt 262144 ]; then transferring=1; break; fi
+  kill -0 "$cli_pid" 2>/dev/null || break
+  sleep 0.05
+done
+if [ $transferring = 0 ] || ! kill -0 "$cli_pid" 2>/dev/null; then
+  echo "FAIL: the client never started transferring"
+  echo "--- client"; cat "$work/client.out"; echo "--- server"; cat "$work/server.out"
+  exit 1
+fi
+if ! kill -0 "$srv_pid" 2>/dev/null; then
+  echo "FAIL: the server ended before it could be killed mid-transfer"
+  echo "--- server"; cat "$work/server.out"
+  exit 1
+fi
+kill -9 "$srv_pid"
+wait "$srv_pid" 2>/dev/null
+srv_pid=""
+start=$(date +%s%N)
+wait "$cli_pid"
+cli_rc=$?
+cli_pid=""
+took_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+
+echo "--- client (exit $cli_rc, ${took_ms} ms after the server was killed)"
+cat "$work/client.out"
+fail=0
+if [ $cli_rc = 124 ] || [ $cli_rc = 137 ]; then
+  echo "FAIL: the client hung: killed after ${limit}s"
+  fail=1
+elif [ $cli_rc = 0 ]; then
+  echo "FAIL: the client exited 0 although its peer vanished"
+  fail=1
+fi
+for re in "${expect[@]}"; do
+  grep -Eq -- "$re" "$work/client.out" || { echo "FAIL: client output lacks /$re/"; fail=1; }
+done
+[ $fail = 0 ] && echo "PASS"
+exit $fail
