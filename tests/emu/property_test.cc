@@ -14,7 +14,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <iterator>
 #include <map>
 #include <thread>
 
@@ -564,8 +563,11 @@ std::string capture(uint64_t seed, const std::string& path) {
     EXPECT_EQ(ta.errors() + tb.errors(), 0u);
     EXPECT_FALSE(w->close());
   }
-  std::ifstream in(path, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  std::string bytes(static_cast<size_t>(std::max<std::streamoff>(in.tellg(), 0)), '\0');
+  in.seekg(0);
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  EXPECT_TRUE(in.good()) << path;
   std::remove(path.c_str());
   return bytes;
 }
