@@ -6,6 +6,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <thread>
 #include <optional>
 #include <vector>
 
@@ -102,9 +103,13 @@ class Env {
     for (Device* d : devs) n += d->progress();
     if (n == 0) {
       if (net_ == Net::kSim) {
-        fabric_->advance(Nanos::max());
+        // To the next event; with none pending the clock stays (advancing to
+        // Nanos::max() would leave no room for a timer armed later).
+        if (fabric_->next_event() != Nanos::max()) fabric_->advance(Nanos::max());
       } else {
-        devs.begin()[0]->transport().wait(devs.begin()[0]->transport().now() + std::chrono::milliseconds(1));
+        // The devices' helper threads wait in Transport::wait() (one waiter at
+        // a time, udp_transport.h): this thread only gives them the CPU.
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
       }
     }
   }

@@ -263,14 +263,6 @@ class Run {
     if (net_ == Net::kSim && env_->fabric()->next_event() == Nanos::max()) {
       return side_[0].dev->progress() + side_[1].dev->progress() > 0;
     }
-    if (net_ == Net::kUdp) {
-      // The devices' helper threads sleep in Transport::wait(); this thread
-      // only polls.
-      if (side_[0].dev->progress() + side_[1].dev->progress() == 0) {
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
-      }
-      return true;
-    }
     env_->step({side_[0].dev.get(), side_[1].dev.get()});
     return true;
   }
