@@ -435,6 +435,10 @@ size_t UdpTransport::Impl::send_run(int fd, std::span<const Datagram> run) {
           if (tx_count[k] > 1) ++ustats.gso_sends;
         }
         done += static_cast<size_t>(r);
+        // A partial send: the next message may have met the pending ICMP
+        // error of an earlier one (sendmmsg then reports only the count, and
+        // the error is lost; the queued error itself is not).
+        if (done < nmsg) read_errors(fd);
         continue;
       }
       if (r < 0 && errno == EINTR) continue;

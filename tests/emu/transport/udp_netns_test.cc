@@ -10,6 +10,9 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <array>
+#include <thread>
+
 #include "capture.h"
 #include "emu/transport/udp_transport.h"
 #include "udp_test_util.h"
@@ -147,6 +150,42 @@ TEST_F(VethPair, Ipv6GsoSegmentedInSoftwareKeepsEveryIcrcGood) {
   ASSERT_EQ(seen.size(), 8u);
   EXPECT_EQ(gso_sends_, 1u);
   for (const auto& w : seen) EXPECT_TRUE(w.icrc_ok);
+}
+
+// A peer that vanished across a link (its process exited, the host stays):
+// the host answers with ICMP port unreachable, rate-limited to a few, and each
+// arrives while a batch is being sent, so sendmmsg reports it as a partial
+// count only. The transport must still find it in the error queue.
+TEST_F(VethPair, VanishedPeerIsReportedUnreachableAcrossTheLink) {
+  for (const bool v6 : {false, true}) {
+    SCOPED_TRACE(v6 ? "IPv6" : "IPv4");
+    uint16_t sport = 0;
+    auto a = open_in(ns_a_, v6 ? "fd00:211::1" : "10.211.0.1", {}, &sport);
+    auto b = open_in(ns_b_, v6 ? "fd00:211::2" : "10.211.0.2", {});
+    ASSERT_TRUE(a && b);
+    wire::IpUdpInfo ip;
+    ip.src = a->local_address();
+    ip.dst = b->local_address();
+    ip.sport = sport;
+    std::vector<Frame> frames;
+    for (uint32_t i = 0; i < 64; ++i) frames.push_back(test::make_frame(ip, wire::op::kRcWriteMiddle, i, 1024));
+    auto batch = test::datagrams(frames);
+    std::array<wire::IpAddr, 4> out;
+    ASSERT_EQ(a->send(batch), 64u);
+    EXPECT_EQ(test::receive(*b, 64).size(), 64u);
+    EXPECT_EQ(a->take_unreachable(out), 0u);
+
+    const wire::IpAddr gone = b->local_address();
+    b.reset();
+    size_t n = 0;
+    for (int i = 0; i < 100 && n == 0; ++i) {
+      a->send(batch);
+      n = a->take_unreachable(out);
+      if (n == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_EQ(n, 1u);
+    EXPECT_EQ(out[0], gone);
+  }
 }
 
 }  // namespace
