@@ -34,32 +34,14 @@ work=$(mktemp -d /tmp/rocelab-pair.XXXXXX)
 server_ip=127.0.0.1
 srv_prefix=() cli_prefix=() srv_opts=() cli_opts=()
 
+. "$(dirname "$0")/netns_pair.sh"
 cleanup() {
-  if [ $netns = 1 ]; then
-    ip netns del "$ns_a" 2>/dev/null
-    ip netns del "$ns_b" 2>/dev/null
-  fi
+  netns_down
   rm -rf "$work"
 }
 trap cleanup EXIT
 
-if [ $netns = 1 ]; then
-  ns_a=rocelab-a-$port ns_b=rocelab-b-$port
-  if ! ip netns add "$ns_a" 2>/dev/null; then
-    echo "SKIP: cannot create network namespaces here (need root/CAP_SYS_ADMIN)"
-    exit 77
-  fi
-  ip netns add "$ns_b" &&
-  ip link add "va-$port" netns "$ns_a" type veth peer name "vb-$port" netns "$ns_b" &&
-  ip -n "$ns_a" addr add 198.18.0.1/24 dev "va-$port" &&
-  ip -n "$ns_b" addr add 198.18.0.2/24 dev "vb-$port" &&
-  ip -n "$ns_a" link set "va-$port" up && ip -n "$ns_b" link set "vb-$port" up &&
-  ip -n "$ns_a" link set lo up && ip -n "$ns_b" link set lo up || {
-    echo "SKIP: cannot set up the veth pair between namespaces"; exit 77; }
-  server_ip=198.18.0.1
-  srv_prefix=(ip netns exec "$ns_a") cli_prefix=(ip netns exec "$ns_b")
-  srv_opts=(--ip 198.18.0.1) cli_opts=(--ip 198.18.0.2)
-fi
+[ $netns = 1 ] && netns_up "$port"
 [ -n "$capture" ] && srv_opts+=(--pcap "$capture")
 
 "${srv_prefix[@]}" timeout -k 5 "$limit" "$rocelab" run "${run_opts[@]}" "${srv_opts[@]}" -- \

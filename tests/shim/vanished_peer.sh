@@ -6,17 +6,20 @@
 # timeout x (retry_cnt + 1) — the programs set retry_cnt 7 — so the client
 # exits by itself, with an error, instead of hanging.
 #
-#   vanished_peer.sh ROCELAB PORT [-e REGEX]... -- PROG ARGS...
+#   vanished_peer.sh ROCELAB PORT [-e REGEX]... [-n] -- PROG ARGS...
 #
 # -e: the client's final output must match (ERE).
+# -n: server and client in two network namespaces joined by a veth pair
+#     (netns_pair.sh): the ICMP comes back over a link, rate-limited.
 # The client gets LIMIT seconds (default 60) to exit: more is a hang.
 set -u
 rocelab=$1 port=$2
 shift 2
-expect=()
+expect=() netns=0
 while [ $# -gt 0 ]; do
   case $1 in
     -e) expect+=("$2"); shift 2 ;;
+    -n) netns=1; shift ;;
     --) shift; break ;;
     *) echo "vanished_peer.sh: bad argument $1" >&2; exit 2 ;;
   esac
@@ -25,9 +28,11 @@ done
 limit=${LIMIT:-60}
 work=$(mktemp -d /tmp/rocelab-vanish.XXXXXX)
 srv_pid="" cli_pid=""
+. "$(dirname "$0")/netns_pair.sh"
 cleanup() {
   [ -n "$srv_pid" ] && kill -9 "$srv_pid" 2>/dev/null
   [ -n "$cli_pid" ] && kill -9 "$cli_pid" 2>/dev/null
+  netns_down
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -37,16 +42,18 @@ trap cleanup EXIT
 # take over the dead server's address (its device would silently drop the
 # retransmissions — no ICMP — and retry_cnt 7 would retry forever, as on rxe).
 net=127.$((port % 250 + 1)).$((port / 250 % 250 + 1))
-# `rocelab run` execs the program: $! is the server program itself.
-"$rocelab" run --ip "$net.1" -- "$@" -p "$port" >"$work/server.out" 2>&1 &
+server_ip=127.0.0.1 srv_prefix=() cli_prefix=() srv_opts=(--ip "$net.1") cli_opts=(--ip "$net.2")
+[ $netns = 1 ] && netns_up "$port"
+# `rocelab run` (and ip netns exec) exec the program: $! is the server program itself.
+"${srv_prefix[@]}" "$rocelab" run "${srv_opts[@]}" -- "$@" -p "$port" >"$work/server.out" 2>&1 &
 srv_pid=$!
 for _ in $(seq 1 400); do
-  ss -Hltn "sport = :$port" | grep -q . && break
+  "${srv_prefix[@]}" ss -Hltn "sport = :$port" | grep -q . && break
   kill -0 "$srv_pid" 2>/dev/null || break
   sleep 0.05
 done
-timeout -k 5 "$limit" "$rocelab" run --ip "$net.2" --pcap "$work/client.pcap" -- "$@" -p "$port" 127.0.0.1 \
-  >"$work/client.out" 2>&1 &
+"${cli_prefix[@]}" timeout -k 5 "$limit" "$rocelab" run "${cli_opts[@]}" --pcap "$work/client.pcap" -- \
+  "$@" -p "$port" "$server_ip" >"$work/client.out" 2>&1 &
 cli_pid=$!
 
 # The programs' stdout is a file, so buffered: what shows the client is
