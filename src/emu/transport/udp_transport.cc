@@ -448,11 +448,12 @@ size_t UdpTransport::Impl::send_run(int fd, std::span<const Datagram> run) {
         for (size_t k = j; k < run.size(); ++k) ++ustats.tx_dropped_full;
         return handed;
       }
-      if (r < 0 && (errno == ECONNREFUSED || errno == EHOSTUNREACH || errno == ENETUNREACH) &&
+      const int err = errno;
+      read_errors(fd);  // what the error queue holds, whatever this error is
+      if ((err == ECONNREFUSED || err == EHOSTUNREACH || err == ENETUNREACH) &&
           reported_errors++ < kTxMsgs) {
         // The pending ICMP error of an earlier datagram, reported by this send
-        // (which did not go out): note it, then send this message again.
-        read_errors(fd);
+        // (which did not go out): noted; now send this message again.
         continue;
       }
       stats.tx_errors += tx_count[done];  // this message is refused: skip it
