@@ -78,6 +78,17 @@ class VethPair : public ::testing::Test {
     return t ? std::move(t).value() : nullptr;
   }
 
+  // n RDMA WRITE Middle packets of 1024 bytes from a (source port sport) to b.
+  static std::vector<Frame> write_frames(const Transport& a, const Transport& b, uint16_t sport, uint32_t n) {
+    wire::IpUdpInfo ip;
+    ip.src = a.local_address();
+    ip.dst = b.local_address();
+    ip.sport = sport;
+    std::vector<Frame> frames;
+    for (uint32_t i = 0; i < n; ++i) frames.push_back(test::make_frame(ip, wire::op::kRcWriteMiddle, i, 1024));
+    return frames;
+  }
+
   struct Wire {
     uint16_t ip_id;
     bool icrc_ok;
@@ -93,12 +104,7 @@ class VethPair : public ::testing::Test {
     test::Capture cap(ROCELAB_DUMPCAP, dev_b_, "udp port 4791", ns_b_);
     EXPECT_TRUE(cap.ok()) << cap.error();
     if (!cap.ok()) return out;
-    wire::IpUdpInfo ip;
-    ip.src = a->local_address();
-    ip.dst = b->local_address();
-    ip.sport = sport;
-    std::vector<Frame> frames;
-    for (uint32_t i = 0; i < 8; ++i) frames.push_back(test::make_frame(ip, wire::op::kRcWriteMiddle, i, 1024));
+    const std::vector<Frame> frames = write_frames(*a, *b, sport, 8);
     auto batch = test::datagrams(frames);
     EXPECT_EQ(a->send(batch), 8u);
     auto got = test::receive(*b, 8);
@@ -163,12 +169,7 @@ TEST_F(VethPair, VanishedPeerIsReportedUnreachableAcrossTheLink) {
     auto a = open_in(ns_a_, v6 ? "fd00:211::1" : "10.211.0.1", {}, &sport);
     auto b = open_in(ns_b_, v6 ? "fd00:211::2" : "10.211.0.2", {});
     ASSERT_TRUE(a && b);
-    wire::IpUdpInfo ip;
-    ip.src = a->local_address();
-    ip.dst = b->local_address();
-    ip.sport = sport;
-    std::vector<Frame> frames;
-    for (uint32_t i = 0; i < 64; ++i) frames.push_back(test::make_frame(ip, wire::op::kRcWriteMiddle, i, 1024));
+    const std::vector<Frame> frames = write_frames(*a, *b, sport, 64);
     auto batch = test::datagrams(frames);
     std::array<wire::IpAddr, 4> out;
     ASSERT_EQ(a->send(batch), 64u);
