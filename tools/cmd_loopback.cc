@@ -1,6 +1,9 @@
 // `rocelab loopback`: two emulated devices in one process run traffic over the
 // UDP transport (127.0.0.x) or the simulated fabric and verify every byte.
 // Exit 0 only when every operation completed with the expected status and data.
+// An error completion on the requester moves its QP to the error state, as on
+// a NIC: the run stops there (the operations left are not posted) and exits 1
+// with its summary; no wait outlives the error.
 // UC and UD do not retransmit: with faults injected, a message that does not
 // arrive is counted as lost (not an error); every message that does arrive must
 // still be whole and byte-exact.
@@ -77,7 +80,13 @@ class Loopback {
 
   int run() {
     setup();
-    for (const std::string& op : ops()) run_op(op);
+    for (const std::string& op : ops()) {
+      if (!stop_reason_.empty()) {
+        not_run_ += o_.count;
+        continue;
+      }
+      run_op(op);
+    }
     finish();
     return errors_ == 0 ? 0 : 1;
   }
@@ -184,7 +193,9 @@ class Loopback {
   // Waits for one completion on cq; false (and an error) when none comes. With
   // may_be_lost (UC/UD under faults) no completion is not an error, and on UDP
   // the wait is short: a message not there by then is taken as lost. On the
-  // simulated fabric the answer is exact: nothing is left in flight.
+  // simulated fabric the answer is exact: nothing is left in flight. A wait on
+  // a side whose QP is in the error state ends as soon as its CQ is empty: the
+  // flushed WRs have completed and nothing else will.
   bool wait_one(Side& s, Cq* cq, Wc* wc, bool may_be_lost = false) {
     const auto patience = may_be_lost ? std::chrono::milliseconds(50) +
                                             std::chrono::microseconds(o_.faults.delay_us + o_.faults.jitter_us)
@@ -193,18 +204,26 @@ class Loopback {
     const Nanos vstart = sim() ? fabric_->now() : Nanos(0);
     for (;;) {
       if (cq->poll(std::span<Wc>(wc, 1)) == 1) return true;
+      if (s.qp->state() == QpState::kErr) {
+        if (cq->poll(std::span<Wc>(wc, 1)) == 1) return true;
+        fail(std::string(s.dev->name()) + ": the QP is in the error state: no completion will come");
+        return false;
+      }
       if (sim()) {
         if (a_.dev->progress() + b_.dev->progress() > 0) continue;
         if (fabric_->next_event() == Nanos::max() || fabric_->now() - vstart > std::chrono::seconds(600)) break;
         fabric_->advance(Nanos::max());
         continue;
       }
-      if (std::chrono::steady_clock::now() > give_up) break;
-      // Block on the completion channel; the helper threads make progress.
+      const auto now = std::chrono::steady_clock::now();
+      if (now > give_up) break;
+      // Block on the completion channel (at most until give_up); the helper
+      // threads make progress.
       cq->req_notify(false);
       if (cq->poll(std::span<Wc>(wc, 1)) == 1) return true;
       pollfd p{s.ch->fd(), POLLIN, 0};
-      if (::poll(&p, 1, 100) == 1) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(give_up - now).count() + 1;
+      if (::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 100))) == 1) {
         Cq* fired = nullptr;
         if (!s.ch->get_event(&fired)) fired->ack_events(1);
       }
@@ -216,6 +235,21 @@ class Loopback {
   void fail(const std::string& what) {
     ++errors_;
     if (errors_ <= 10) std::fprintf(stderr, "loopback: %s\n", what.c_str());
+  }
+
+  // The requester's completion of the operation just posted. False, and the
+  // run stops, when there is none or it is an error: the QP is then in the
+  // error state (or the wait gave up), so the responder's side of the
+  // operation will not complete and nothing more can be posted.
+  bool requester_done(Wc* wc, WcOpcode opcode, uint32_t byte_len, const char* what) {
+    if (!wait_one(a_, a_.scq, wc)) {
+      stop_reason_ = "no completion";
+      return false;
+    }
+    expect_ok(*wc, opcode, byte_len, what);
+    if (wc->status == WcStatus::kSuccess) return true;
+    stop_reason_ = to_string(wc->status);
+    return false;
   }
 
   bool expect_ok(const Wc& wc, WcOpcode opcode, uint32_t byte_len, const char* what) {
@@ -285,7 +319,8 @@ class Loopback {
 
   void run_op(const std::string& op) {
     const uint32_t n = o_.size;
-    for (uint32_t i = 0; i < o_.count && errors_ < 10; ++i) {
+    uint32_t i = 0;
+    for (; i < o_.count && errors_ < 10; ++i) {
       Wc wc;
       Sge sge{a_.addr(), n, a_.mr->lkey()};
       SendWr wr;
@@ -305,7 +340,7 @@ class Loopback {
           wr.ud.remote_qkey = 0x11111111;
         }
         post(a_, wr);
-        if (wait_one(a_, a_.scq, &wc)) expect_ok(wc, WcOpcode::kSend, n, "SEND (requester)");
+        if (!requester_done(&wc, WcOpcode::kSend, n, "SEND (requester)")) break;
         if (lossy_) {
           receive_unreliable(WcOpcode::kRecv, n + grh, "SEND (responder)",
                              [&] { return which(b_.buf.data() + grh, n, i, 0); });
@@ -324,7 +359,7 @@ class Loopback {
         wr.rdma.remote_addr = b_.addr();
         wr.rdma.rkey = b_.mr->rkey();
         post(a_, wr);
-        if (wait_one(a_, a_.scq, &wc)) expect_ok(wc, WcOpcode::kRdmaWrite, n, "WRITE");
+        if (!requester_done(&wc, WcOpcode::kRdmaWrite, n, "WRITE")) break;
         if (lossy_) {
           // UC WRITE: only the immediate says the data is all there. A lost
           // message may have placed some of its packets: not checked.
@@ -343,9 +378,8 @@ class Loopback {
         wr.rdma.remote_addr = b_.addr();
         wr.rdma.rkey = b_.mr->rkey();
         post(a_, wr);
-        if (wait_one(a_, a_.scq, &wc) && expect_ok(wc, WcOpcode::kRdmaRead, n, "READ") &&
-            std::memcmp(a_.buf.data(), b_.buf.data(), n) != 0)
-          fail("READ: data differs");
+        if (!requester_done(&wc, WcOpcode::kRdmaRead, n, "READ")) break;
+        if (std::memcmp(a_.buf.data(), b_.buf.data(), n) != 0) fail("READ: data differs");
       } else {
         // Alternate FETCH_ADD and CMP_SWP on one 8-byte word, checked against a model.
         uint64_t* target = reinterpret_cast<uint64_t*>(b_.buf.data());
@@ -359,13 +393,11 @@ class Loopback {
         wr.atomic.swap = model_ * 3 + i;
         post(a_, wr);
         uint64_t orig = 0;
-        if (wait_one(a_, a_.scq, &wc) &&
-            expect_ok(wc, cas ? WcOpcode::kCompSwap : WcOpcode::kFetchAdd, 8, "ATOMIC")) {
-          std::memcpy(&orig, a_.buf.data(), 8);
-          if (orig != model_) fail("ATOMIC: original value differs");
-          model_ = cas ? model_ * 3 + i : model_ + i + 1;
-          if (*target != model_) fail("ATOMIC: target value differs");
-        }
+        if (!requester_done(&wc, cas ? WcOpcode::kCompSwap : WcOpcode::kFetchAdd, 8, "ATOMIC")) break;
+        std::memcpy(&orig, a_.buf.data(), 8);
+        if (orig != model_) fail("ATOMIC: original value differs");
+        model_ = cas ? model_ * 3 + i : model_ + i + 1;
+        if (*target != model_) fail("ATOMIC: target value differs");
         ++ops_;
         bytes_ += 8;
         continue;
@@ -373,6 +405,8 @@ class Loopback {
       ++ops_;
       bytes_ += n;
     }
+    // The operation that broke the connection counts as failed, not as not run.
+    if (!stop_reason_.empty()) not_run_ += o_.count - std::min(o_.count, i + 1);
   }
 
   void finish() {
@@ -381,6 +415,9 @@ class Loopback {
                 o_.qp_type.c_str(), o_.op.c_str(), o_.size, o_.count, o_.mtu);
     std::printf("operations %llu, bytes %llu, errors %llu, %.3f s\n", static_cast<unsigned long long>(ops_),
                 static_cast<unsigned long long>(bytes_), static_cast<unsigned long long>(errors_), secs);
+    if (!stop_reason_.empty())
+      std::printf("stopped at the first failed operation (%s): %llu operations not run\n",
+                  stop_reason_.c_str(), static_cast<unsigned long long>(not_run_));
     if (lossy_)
       std::printf("%s does not retransmit: delivered %llu, lost %llu, repeated %llu (every delivered message checked byte for byte)\n",
                   type_ == QpType::kUC ? "UC" : "UD", static_cast<unsigned long long>(delivered_),
@@ -425,6 +462,8 @@ class Loopback {
   Ah* ah_ = nullptr;
   uint64_t ops_ = 0, bytes_ = 0, errors_ = 0;
   uint64_t model_ = 0;
+  std::string stop_reason_;                     // why the run stopped early ("" while it runs)
+  uint64_t not_run_ = 0;                        // operations never posted because of it
   bool lossy_ = false;                          // UC/UD under faults
   uint64_t delivered_ = 0, lost_ = 0, repeated_ = 0;
   uint64_t recv_posted_ = 0;                    // lossy_: receive WQEs posted and not completed
