@@ -115,6 +115,21 @@ std::error_code Device::destroy_cq(Cq* c) {
 }
 
 int Cq::capacity() const { return static_cast<const CqImpl*>(this)->cap; }
+
+std::error_code Cq::resize(int cqe) {
+  auto* cq = static_cast<CqImpl*>(this);
+  std::lock_guard lk(cq->eng->mu);
+  if (cqe < 1 || cqe > cq->eng->dattr.max_cqe || static_cast<size_t>(cqe) < cq->count)
+    return errc(EINVAL);
+  // A new ring, the held completions first and oldest first. Resizing is a
+  // control-path verb: it may allocate (the data path never does).
+  std::vector<Wc> ring(static_cast<size_t>(cqe));
+  for (size_t i = 0; i < cq->count; ++i) ring[i] = cq->ring[(cq->head + i) % cq->ring.size()];
+  cq->ring = std::move(ring);
+  cq->head = 0;
+  cq->cap = cqe;
+  return {};
+}
 CompChannel* Cq::channel() const { return static_cast<const CqImpl*>(this)->ch; }
 
 int Cq::poll(std::span<Wc> out) {

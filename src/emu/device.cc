@@ -260,6 +260,20 @@ std::error_code Device::dealloc_pd(Pd* pd) {
 
 uint32_t Pd::handle() const { return static_cast<const PdImpl*>(this)->handle; }
 
+Result<Pd*> Device::find_pd(uint32_t handle) {
+  std::lock_guard lk(engine_->mu);
+  for (const auto& pd : engine_->pds)
+    if (pd->handle == handle) return static_cast<Pd*>(pd.get());
+  return errc(ENOENT);
+}
+
+Result<Mr*> Device::find_mr(uint32_t lkey) {
+  std::lock_guard lk(engine_->mu);
+  MrImpl* mr = engine_->find_mr(lkey);
+  if (!mr) return errc(ENOENT);
+  return static_cast<Mr*>(mr);
+}
+
 Result<Ah*> Device::create_ah(Pd* pd, const AhAttr& attr) {
   std::lock_guard lk(engine_->mu);
   if (!owned(engine_->pds, pd)) return errc(EINVAL);

@@ -64,6 +64,10 @@ class Device {
   std::error_code dealloc_pd(Pd* pd);  // EBUSY while objects use it
   Result<Mr*> reg_mr(Pd* pd, void* addr, size_t length, uint64_t iova, unsigned access);
   std::error_code dereg_mr(Mr* mr);
+  // The PD with this handle, the MR with this lkey (ENOENT when there is none):
+  // how a second context sharing the device imports them (ibv_import_pd/mr).
+  Result<Pd*> find_pd(uint32_t handle);
+  Result<Mr*> find_mr(uint32_t lkey);
   Result<CompChannel*> create_comp_channel();
   std::error_code destroy_comp_channel(CompChannel* ch);  // EBUSY while a CQ uses it
   Result<Cq*> create_cq(int cqe, CompChannel* channel, int comp_vector);

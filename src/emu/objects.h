@@ -72,6 +72,10 @@ class Cq : public Object {
  public:
   int capacity() const;   // the cqe count actually allocated (>= requested)
   CompChannel* channel() const;
+  // Grows or shrinks the CQ to hold cqe completions, keeping every completion
+  // it holds, in order (ibv_resize_cq). EINVAL when cqe is out of range or
+  // smaller than the number of completions held now.
+  std::error_code resize(int cqe);
   // Drives progress (receives and processes packets, runs due timers), then
   // fills up to out.size() completions, oldest first. Returns how many.
   // Overflow raises CQ_ERR (async event) and moves the CQ's QPs to ERR; the

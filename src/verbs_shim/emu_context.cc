@@ -1,5 +1,6 @@
 // Emulated devices and contexts: open/close, queries, async events.
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,35 +20,52 @@ bool valid_port(uint32_t port_num) { return port_num == emu::kPortNum; }
 
 }  // namespace
 
-ibv_context* open_device(EmuDevice& dev) noexcept {
+// A context on dev whose command fd is cmd_fd (owned: closed with the context).
+ibv_context* make_context(EmuDevice& dev, int cmd_fd) noexcept {
   const ShimConfig& cfg = DeviceTable::get().config();
+  const uint64_t id = file_id(cmd_fd);
+  if (id == 0) return nullptr;  // errno from fstat
   auto engine = dev.runtime.acquire(dev.cfg, cfg);
   if (!engine) return fail_null<ibv_context>(engine.error());
   auto* sc = new (std::nothrow) ShimContext{};
-  int cmd_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-  if (!sc || cmd_fd < 0) {
-    int e = sc ? errno : ENOMEM;
-    delete sc;
+  if (!sc) {
     dev.runtime.release();
-    errno = e;
+    errno = ENOMEM;
     return nullptr;
   }
   sc->dev = &dev;
   sc->engine = *engine;
+  sc->file_id = id;
   fill_ops(sc->vctx);
   sc->vctx.sz = sizeof(verbs_context);
   ibv_context& ctx = sc->vctx.context;
   ctx.device = &dev.abi.ibdev;
-  ctx.cmd_fd = cmd_fd;  // a real fd: programs poll/fcntl it; nothing is ever written
+  ctx.cmd_fd = cmd_fd;  // a real fd: programs poll/fcntl/dup it; nothing is ever written
   ctx.async_fd = sc->engine->async_fd();
   ctx.num_comp_vectors = 1;
   pthread_mutex_init(&ctx.mutex, nullptr);
   ctx.abi_compat = __VERBS_ABI_IS_EXTENDED;
+  register_context(sc);
   return &ctx;
+}
+
+ibv_context* open_device(EmuDevice& dev) noexcept {
+  // A memfd: a real fd with an inode of its own, so that a dup of it (for
+  // ibv_import_device) can be told apart from every other context's.
+  const int cmd_fd = memfd_create("rocelab-context", MFD_CLOEXEC);
+  if (cmd_fd < 0) return nullptr;
+  ibv_context* ctx = make_context(dev, cmd_fd);
+  if (!ctx) {
+    const int e = errno;
+    close(cmd_fd);
+    errno = e;
+  }
+  return ctx;
 }
 
 int close_device(ibv_context* ctx) noexcept {
   ShimContext* sc = shim(ctx);
+  unregister_context(sc);
   close(ctx->cmd_fd);
   pthread_mutex_destroy(&ctx->mutex);
   EmuDevice* dev = sc->dev;

@@ -124,10 +124,10 @@ ibv_cq_ex* create_cq_ex(ibv_context* ctx, ibv_cq_init_attr_ex* attr) noexcept {
 }
 
 int resize_cq(ibv_cq* cq, int cqe) noexcept {
-  // The engine sizes a CQ once; a request it already satisfies succeeds.
-  if (cqe <= 0) return EINVAL;
-  if (cqe <= shim(cq)->e->capacity()) return 0;
-  return EOPNOTSUPP;
+  // Grows or shrinks, keeping every completion held (EINVAL below that count).
+  if (std::error_code ec = shim(cq)->e->resize(cqe)) return ec.value();
+  cq->cqe = shim(cq)->e->capacity();
+  return 0;
 }
 
 int destroy_cq(ibv_cq* cq) noexcept {

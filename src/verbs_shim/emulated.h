@@ -11,6 +11,7 @@ namespace rocelab::verbs_shim::emulated {
 
 // Device and context (emu_context.cc).
 ibv_context* open_device(EmuDevice& dev) noexcept;
+ibv_context* make_context(EmuDevice& dev, int cmd_fd) noexcept;  // owns cmd_fd on success
 int close_device(ibv_context* ctx) noexcept;
 uint64_t device_guid(EmuDevice& dev) noexcept;  // network order, as ibv_get_device_guid
 int query_device(ibv_context* ctx, ibv_device_attr* attr) noexcept;
@@ -25,6 +26,18 @@ int query_pkey(ibv_context* ctx, uint8_t port_num, int index, __be16* pkey) noex
 int get_pkey_index(ibv_context* ctx, uint8_t port_num, __be16 pkey) noexcept;
 int get_async_event(ibv_context* ctx, ibv_async_event* event) noexcept;
 void ack_async_event(ibv_async_event* event) noexcept;
+
+// Contexts sharing objects (emu_import.cc): the registry of open contexts by
+// their cmd_fd's identity, ibv_import_device / ibv_import_pd / ibv_import_mr.
+uint64_t file_id(int fd) noexcept;  // 0 (and errno) when fd is not open
+void register_context(ShimContext* sc) noexcept;
+void unregister_context(ShimContext* sc) noexcept;
+ShimContext* context_of_fd(int cmd_fd) noexcept;  // an emulated context's cmd_fd or a dup of it
+ibv_context* import_device(ShimContext* origin, int cmd_fd) noexcept;
+ibv_pd* import_pd(ibv_context* ctx, uint32_t pd_handle) noexcept;
+void unimport_pd(ibv_pd* pd) noexcept;
+ibv_mr* import_mr(ibv_pd* pd, uint32_t mr_handle) noexcept;
+void unimport_mr(ibv_mr* mr) noexcept;
 
 // PD, MR, AH, completion channel (emu_resources.cc).
 ibv_pd* alloc_pd(ibv_context* ctx) noexcept;

@@ -22,6 +22,7 @@ extern "C" int ibv_query_gid_type(ibv_context* context, uint8_t port_num, unsign
 
 using rocelab::verbs_shim::DeviceTable;
 using rocelab::verbs_shim::EmuDevice;
+using rocelab::verbs_shim::ShimContext;
 using rocelab::verbs_shim::emu_device;
 using rocelab::verbs_shim::is_emu;
 namespace emulated = rocelab::verbs_shim::emulated;
@@ -90,6 +91,15 @@ extern "C" int ibv_get_device_index(ibv_device* device) noexcept {
 extern "C" ibv_context* ibv_open_device(ibv_device* device) noexcept {
   if (EmuDevice* d = emu_device(device)) return emulated::open_device(*d);
   return ROCELAB_REAL(ibv_open_device, k11)(device);
+}
+
+// A dup of an emulated context's cmd_fd gives a second context sharing its
+// objects (emu_import.cc); any other fd is the real libibverbs' business.
+extern "C" ibv_context* ibv_import_device(int cmd_fd) noexcept {
+  if (ShimContext* origin = emulated::context_of_fd(cmd_fd)) return emulated::import_device(origin, cmd_fd);
+  if (auto real = ROCELAB_REAL(ibv_import_device, "IBVERBS_1.10")) return real(cmd_fd);
+  errno = EOPNOTSUPP;
+  return nullptr;
 }
 
 extern "C" int ibv_close_device(ibv_context* context) noexcept {

@@ -1,7 +1,7 @@
 // Exported verbs on PDs, MRs, CQs, SRQs, QPs and AHs. Each one serves objects
 // of emulated devices itself and hands everything else to the real
 // libibverbs unchanged. Verbs this emulator does not implement (multicast,
-// import, ECE, dmabuf) fail the way libibverbs fails for a provider without
+// device memory, ECE, dmabuf) fail the way libibverbs fails for a provider without
 // them.
 #include <infiniband/verbs.h>
 
@@ -39,13 +39,13 @@ extern "C" int ibv_dealloc_pd(ibv_pd* pd) noexcept {
 }
 
 extern "C" ibv_pd* ibv_import_pd(ibv_context* context, uint32_t pd_handle) noexcept {
-  if (is_emu(context)) return null_errno<ibv_pd>(EOPNOTSUPP);
+  if (is_emu(context)) return emulated::import_pd(context, pd_handle);
   if (auto real = ROCELAB_REAL(ibv_import_pd, "IBVERBS_1.10")) return real(context, pd_handle);
   return null_errno<ibv_pd>(EOPNOTSUPP);
 }
 
 extern "C" void ibv_unimport_pd(ibv_pd* pd) noexcept {
-  if (is_emu(pd->context)) return;  // nothing can have been imported
+  if (is_emu(pd->context)) return emulated::unimport_pd(pd);
   if (auto real = ROCELAB_REAL(ibv_unimport_pd, "IBVERBS_1.10")) real(pd);
 }
 
@@ -94,13 +94,13 @@ extern "C" int ibv_dereg_mr(ibv_mr* mr) noexcept {
 }
 
 extern "C" ibv_mr* ibv_import_mr(ibv_pd* pd, uint32_t mr_handle) noexcept {
-  if (is_emu(pd->context)) return null_errno<ibv_mr>(EOPNOTSUPP);
+  if (is_emu(pd->context)) return emulated::import_mr(pd, mr_handle);
   if (auto real = ROCELAB_REAL(ibv_import_mr, "IBVERBS_1.10")) return real(pd, mr_handle);
   return null_errno<ibv_mr>(EOPNOTSUPP);
 }
 
 extern "C" void ibv_unimport_mr(ibv_mr* mr) noexcept {
-  if (is_emu(mr->context)) return;
+  if (is_emu(mr->context)) return emulated::unimport_mr(mr);
   if (auto real = ROCELAB_REAL(ibv_unimport_mr, "IBVERBS_1.10")) real(mr);
 }
 

@@ -17,16 +17,22 @@ struct ShimContext {
   verbs_context vctx;  // ibv_context is its last member; sz covers every op slot
   EmuDevice* dev;
   emu::Device* engine;
+  // What the kernel's uverbs file is to a real context: the identity of its
+  // cmd_fd (a memfd's inode). A context imported from a dup of that fd has the
+  // same one, and only such contexts may import each other's PDs and MRs.
+  uint64_t file_id;
 };
 
 struct ShimPd {
   ibv_pd pd;
   emu::Pd* e;
+  bool imported;  // made by ibv_import_pd: ibv_unimport_pd frees only this shell
 };
 
 struct ShimMr {
   ibv_mr mr;
   emu::Mr* e;
+  bool imported;  // made by ibv_import_mr
 };
 
 struct ShimChannel {

@@ -155,6 +155,50 @@ TEST_P(ChannelTest, FdBecomesReadableAfterArmedCompletion) {
 INSTANTIATE_TEST_SUITE_P(Nets, ChannelTest, ::testing::Values(Net::kSim, Net::kUdp),
                          [](const auto& p) { return std::string(to_string(p.param)); });
 
+// Cq::resize (ibv_resize_cq) grows past and shrinks down to the completions
+// held, in order; below them, or out of range, EINVAL. The completions are
+// flushed receives of a QP moved to ERR.
+TEST(Cq, ResizeKeepsEveryCompletionInOrder) {
+  Env env(Net::kSim);
+  auto dev = env.make_device(1);
+  ASSERT_TRUE(dev);
+  Pd* pd = *dev->alloc_pd();
+  Cq* cq = *dev->create_cq(4, nullptr, 0);
+  QpInitAttr ia;
+  ia.send_cq = ia.recv_cq = cq;
+  ia.qp_type = QpType::kRC;
+  ia.cap = {8, 8, 1, 1, 0};
+  Qp* qp = *dev->create_qp(pd, ia);
+  QpAttr a;
+  a.qp_state = QpState::kInit;
+  a.port_num = 1;
+  ASSERT_FALSE(qp->modify(a, qp_attr::kState | qp_attr::kPkeyIndex | qp_attr::kPort | qp_attr::kAccessFlags));
+  auto post = [&](uint64_t id) {
+    RecvWr r;
+    r.wr_id = id;
+    ASSERT_FALSE(qp->post_recv(std::span<const RecvWr>(&r, 1), nullptr));
+  };
+  for (uint64_t id = 0; id < 3; ++id) post(id);
+  a.qp_state = QpState::kErr;
+  ASSERT_FALSE(qp->modify(a, qp_attr::kState));  // three flushed receives in cq
+  EXPECT_EQ(cq->resize(2), std::errc::invalid_argument);
+  EXPECT_EQ(cq->resize(0), std::errc::invalid_argument);
+  EXPECT_EQ(cq->resize(dev->query_device().max_cqe + 1), std::errc::invalid_argument);
+  EXPECT_EQ(cq->capacity(), 4);
+  ASSERT_FALSE(cq->resize(16));
+  EXPECT_EQ(cq->capacity(), 16);
+  for (uint64_t id = 3; id < 6; ++id) post(id);  // flushed at once: six, more than the old 4
+  ASSERT_FALSE(cq->resize(6));
+  EXPECT_EQ(cq->capacity(), 6);
+  Wc wc[8];
+  ASSERT_EQ(cq->poll(std::span<Wc>(wc, 8)), 6);
+  for (uint64_t id = 0; id < 6; ++id) {
+    EXPECT_EQ(wc[id].wr_id, id);
+    EXPECT_EQ(wc[id].status, WcStatus::kWrFlushErr);
+  }
+  ASSERT_FALSE(dev->destroy_qp(qp));
+}
+
 TEST(Srq, LimitEventFiresOnceBelowTheLimit) {
   Env env(Net::kSim);
   Node a = env.make_node(1, QpType::kRC, 4096, kAll);

@@ -432,3 +432,227 @@ TEST_F(Emulated, AsyncEventsThroughARealFd) {
 }
 
 }  // namespace
+
+namespace {
+// Waits (bounded) for the next event of an armed CQ on ch and acknowledges it.
+bool next_event(ibv_comp_channel* ch, ibv_cq* cq) {
+  pollfd pfd{ch->fd, POLLIN, 0};
+  if (poll(&pfd, 1, 30'000) != 1) return false;
+  ibv_cq* ev = nullptr;
+  void* ev_ctx = nullptr;
+  if (ibv_get_cq_event(ch, &ev, &ev_ctx) != 0 || ev != cq) return false;
+  ibv_ack_cq_events(cq, 1);
+  return true;
+}
+}  // namespace
+
+// ibv_import_device on a dup of cmd_fd gives a second context on the same
+// "file": it imports the first one's PD and MR by handle, and traffic runs
+// between QPs of the two contexts through the imported objects.
+TEST_F(Emulated, ImportedContextSharesPdAndMr) {
+  const int fd2 = dup(ctx_->cmd_fd);
+  ASSERT_GE(fd2, 0);
+  ibv_context* ctx2 = ibv_import_device(fd2);
+  ASSERT_NE(ctx2, nullptr) << std::strerror(errno);
+  EXPECT_EQ(ctx2->device, ctx_->device);
+  EXPECT_EQ(ctx2->cmd_fd, fd2);
+
+  ibv_pd* pd2 = ibv_import_pd(ctx2, pd_->handle);
+  ASSERT_NE(pd2, nullptr) << std::strerror(errno);
+  EXPECT_EQ(pd2->context, ctx2);
+  EXPECT_EQ(pd2->handle, pd_->handle);
+
+  std::vector<uint8_t> src(8192), dst(8192, 0);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 13 + 1);
+  ibv_mr* dmr = ibv_reg_mr(pd_, dst.data(), dst.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  ASSERT_NE(dmr, nullptr);
+  ibv_mr* dmr2 = ibv_import_mr(pd2, dmr->handle);
+  ASSERT_NE(dmr2, nullptr) << std::strerror(errno);
+  EXPECT_EQ(dmr2->context, ctx2);
+  EXPECT_EQ(dmr2->pd, pd2);
+  EXPECT_EQ(dmr2->lkey, dmr->lkey);
+  EXPECT_EQ(dmr2->rkey, dmr->rkey);
+  EXPECT_EQ(dmr2->addr, dmr->addr);
+  EXPECT_EQ(dmr2->length, dmr->length);
+  ibv_mr* smr2 = ibv_reg_mr(pd2, src.data(), src.size(), IBV_ACCESS_LOCAL_WRITE);  // on the imported PD
+  ASSERT_NE(smr2, nullptr);
+
+  // A QP of each context, on each context's own CQ.
+  ibv_cq* cq1 = ibv_create_cq(ctx_, 16, nullptr, nullptr, 0);
+  ibv_cq* cq2 = ibv_create_cq(ctx2, 16, nullptr, nullptr, 0);
+  ASSERT_NE(cq1, nullptr);
+  ASSERT_NE(cq2, nullptr);
+  ibv_qp_init_attr ia{};
+  ia.qp_type = IBV_QPT_RC;
+  ia.cap.max_send_wr = ia.cap.max_recv_wr = 8;
+  ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+  ia.send_cq = ia.recv_cq = cq2;
+  ibv_qp* a = ibv_create_qp(pd2, &ia);
+  ia.send_cq = ia.recv_cq = cq1;
+  ibv_qp* b = ibv_create_qp(pd_, &ia);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(a->context, ctx2);
+  connect(a, b->qp_num);
+  connect(b, a->qp_num);
+
+  // RDMA WRITE from ctx2's QP into the MR ctx_ registered, named by the imported keys.
+  ibv_sge sge{reinterpret_cast<uintptr_t>(src.data()), static_cast<uint32_t>(src.size()), smr2->lkey};
+  ibv_send_wr wr{}, *bad = nullptr;
+  wr.wr_id = 77;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(dmr2->addr);
+  wr.wr.rdma.rkey = dmr2->rkey;
+  ASSERT_EQ(ibv_post_send(a, &wr, &bad), 0);
+  ibv_wc wc;
+  ASSERT_EQ(poll_n(cq2, 1, &wc), 1);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
+  EXPECT_EQ(wc.wr_id, 77u);
+  EXPECT_EQ(dst, src);
+
+  // Refusals: an unknown handle; a context that does not share the file; fds
+  // that are no emulated context's.
+  errno = 0;
+  EXPECT_EQ(ibv_import_pd(ctx2, 0xdead), nullptr);
+  EXPECT_EQ(errno, ENOENT);
+  errno = 0;
+  EXPECT_EQ(ibv_import_mr(pd2, 0xdead00), nullptr);
+  EXPECT_EQ(errno, ENOENT);
+  ibv_context* other = ibv_open_device(list_[0]);
+  ASSERT_NE(other, nullptr);
+  errno = 0;
+  EXPECT_EQ(ibv_import_pd(other, pd_->handle), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(ibv_close_device(other), 0);
+  int pipefd[2];
+  ASSERT_EQ(pipe(pipefd), 0);
+  errno = 0;
+  EXPECT_EQ(ibv_import_device(pipefd[0]), nullptr);  // the real libibverbs' answer
+  EXPECT_NE(errno, 0);
+  close(pipefd[0]);
+  close(pipefd[1]);
+  EXPECT_EQ(ibv_import_device(-1), nullptr);
+
+  // Unimporting frees only the shells; the objects stay usable through the originals.
+  EXPECT_EQ(ibv_destroy_qp(a), 0);
+  EXPECT_EQ(ibv_destroy_qp(b), 0);
+  ibv_unimport_mr(dmr2);
+  EXPECT_EQ(ibv_dereg_mr(smr2), 0);
+  ibv_unimport_pd(pd2);
+  EXPECT_EQ(ibv_dereg_mr(dmr), 0);
+  EXPECT_EQ(ibv_destroy_cq(cq1), 0);
+  EXPECT_EQ(ibv_destroy_cq(cq2), 0);
+  EXPECT_EQ(ibv_close_device(ctx2), 0);
+  EXPECT_EQ(fcntl(fd2, F_GETFD), -1);  // the imported context owned the dup
+}
+
+// ibv_resize_cq grows past the completions held and shrinks down to them,
+// losing none and keeping their order; below them it is EINVAL.
+TEST_F(Emulated, ResizeCqKeepsEveryCompletion) {
+  ibv_comp_channel* ch = ibv_create_comp_channel(ctx_);
+  ASSERT_NE(ch, nullptr);
+  ibv_cq* scq = ibv_create_cq(ctx_, 2, nullptr, ch, 0);
+  ibv_cq* rcq = ibv_create_cq(ctx_, 64, nullptr, nullptr, 0);
+  ASSERT_NE(scq, nullptr);
+  ASSERT_NE(rcq, nullptr);
+  ibv_qp_init_attr ia{};
+  ia.send_cq = scq;
+  ia.recv_cq = rcq;
+  ia.qp_type = IBV_QPT_RC;
+  ia.cap.max_send_wr = ia.cap.max_recv_wr = 8;
+  ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+  ibv_qp* a = ibv_create_qp(pd_, &ia);
+  ibv_qp* b = ibv_create_qp(pd_, &ia);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  connect(a, b->qp_num);
+  connect(b, a->qp_num);
+  // Zero-byte SENDs: each completion is in scq once its event fired.
+  auto send = [&](uint64_t id) {
+    ibv_recv_wr r{}, *bad_r = nullptr;
+    r.wr_id = id;
+    ASSERT_EQ(ibv_post_recv(b, &r, &bad_r), 0);
+    ASSERT_EQ(ibv_req_notify_cq(scq, 0), 0);
+    ibv_send_wr s{}, *bad_s = nullptr;
+    s.wr_id = id;
+    s.opcode = IBV_WR_SEND;
+    s.send_flags = IBV_SEND_SIGNALED;
+    ASSERT_EQ(ibv_post_send(a, &s, &bad_s), 0);
+    ASSERT_TRUE(next_event(ch, scq)) << "no completion for " << id;
+  };
+  send(0);
+  send(1);  // scq (2 entries) is full now
+  EXPECT_EQ(ibv_resize_cq(scq, 1), EINVAL);
+  ASSERT_EQ(ibv_resize_cq(scq, 64), 0);
+  EXPECT_GE(scq->cqe, 64);
+  for (uint64_t id = 2; id < 6; ++id) send(id);  // more than the old size
+  ASSERT_EQ(ibv_resize_cq(scq, 6), 0);           // down to exactly what it holds
+  EXPECT_EQ(scq->cqe, 6);
+  ibv_wc wc[8];
+  ASSERT_EQ(poll_n(scq, 6, wc), 6);
+  for (uint64_t id = 0; id < 6; ++id) {
+    EXPECT_EQ(wc[id].wr_id, id);
+    EXPECT_EQ(wc[id].status, IBV_WC_SUCCESS);
+  }
+  EXPECT_EQ(ibv_poll_cq(scq, 8, wc), 0);
+  EXPECT_EQ(ibv_resize_cq(scq, 0), EINVAL);
+  EXPECT_EQ(ibv_destroy_qp(a), 0);
+  EXPECT_EQ(ibv_destroy_qp(b), 0);
+  EXPECT_EQ(ibv_destroy_cq(scq), 0);
+  EXPECT_EQ(ibv_destroy_cq(rcq), 0);
+  EXPECT_EQ(ibv_destroy_comp_channel(ch), 0);
+}
+
+// ibv_rereg_mr moves an MR to other memory with other access: a WRITE through
+// the new R_Key lands in the new memory; the old memory is untouched. A bad
+// request (no flag) changes nothing.
+TEST_F(Emulated, ReregMrChangesTranslationAndAccess) {
+  std::vector<uint8_t> src(4096), old_mem(4096, 0), new_mem(4096, 0);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 3 + 5);
+  ibv_mr* mr = ibv_reg_mr(pd_, old_mem.data(), old_mem.size(), IBV_ACCESS_LOCAL_WRITE);
+  ibv_mr* smr = ibv_reg_mr(pd_, src.data(), src.size(), IBV_ACCESS_LOCAL_WRITE);
+  ASSERT_NE(mr, nullptr);
+  ASSERT_NE(smr, nullptr);
+  const uint32_t old_lkey = mr->lkey;
+  EXPECT_EQ(ibv_rereg_mr(mr, 0, nullptr, nullptr, 0, 0), IBV_REREG_MR_ERR_INPUT);
+  EXPECT_EQ(mr->lkey, old_lkey);
+  EXPECT_EQ(mr->addr, old_mem.data());
+  ASSERT_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_ACCESS, nullptr,
+                         new_mem.data(), new_mem.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE),
+            0);
+  EXPECT_EQ(mr->addr, new_mem.data());
+  EXPECT_EQ(mr->length, new_mem.size());
+  EXPECT_EQ(mr->pd, pd_);
+
+  ibv_cq* cq = ibv_create_cq(ctx_, 16, nullptr, nullptr, 0);
+  ASSERT_NE(cq, nullptr);
+  ibv_qp* a = rc_qp(cq);
+  ibv_qp* b = rc_qp(cq);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  connect(a, b->qp_num);
+  connect(b, a->qp_num);
+  ibv_sge sge{reinterpret_cast<uintptr_t>(src.data()), static_cast<uint32_t>(src.size()), smr->lkey};
+  ibv_send_wr wr{}, *bad = nullptr;
+  wr.wr_id = 5;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(new_mem.data());
+  wr.wr.rdma.rkey = mr->rkey;
+  ASSERT_EQ(ibv_post_send(a, &wr, &bad), 0);
+  ibv_wc wc;
+  ASSERT_EQ(poll_n(cq, 1, &wc), 1);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
+  EXPECT_EQ(new_mem, src);
+  EXPECT_EQ(old_mem, std::vector<uint8_t>(4096, 0));
+  EXPECT_EQ(ibv_destroy_qp(a), 0);
+  EXPECT_EQ(ibv_destroy_qp(b), 0);
+  EXPECT_EQ(ibv_destroy_cq(cq), 0);
+  EXPECT_EQ(ibv_dereg_mr(mr), 0);
+  EXPECT_EQ(ibv_dereg_mr(smr), 0);
+}
