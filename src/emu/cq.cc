@@ -22,7 +22,9 @@ bool CqImpl::push(const Wc& wc, bool solicited) {
     overflowed = true;
     return false;
   }
-  ring[(head + count) % ring.size()] = wc;
+  Wc& slot = ring[(head + count) % ring.size()];
+  slot = wc;
+  slot.timestamp_ns = static_cast<uint64_t>(eng->transport->now().count());
   ++count;
   // IBTA 11.4.2.2: solicited-only fires on a solicited or an unsuccessful completion.
   const bool fire = arm == Arm::kNext ||

@@ -258,6 +258,8 @@ std::error_code Device::dealloc_pd(Pd* pd) {
   return erase_owned(engine_->pds, pd);
 }
 
+uint64_t Device::clock_ns() const { return static_cast<uint64_t>(engine_->transport->now().count()); }
+
 uint32_t Pd::handle() const { return static_cast<const PdImpl*>(this)->handle; }
 
 Result<Pd*> Device::find_pd(uint32_t handle) {

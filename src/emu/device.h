@@ -46,6 +46,9 @@ class Device {
   const wire::IpAddr& address() const;  // the transport's local address
   uint64_t node_guid() const;           // host order
   const DeviceAttr& query_device() const;
+  // The device's clock in ns (what completion timestamps count): virtual time
+  // on the simulated fabric, CLOCK_MONOTONIC on UDP. ibv_query_rt_values_ex.
+  uint64_t clock_ns() const;
   std::error_code query_port(uint8_t port_num, PortAttr* out) const;  // port_num must be 1
   int gid_table_len() const;
   // Index 0 is the RoCEv2 GID of the device address; the other slots are

@@ -168,6 +168,10 @@ struct Wc {
   uint16_t slid = 0;
   uint8_t sl = 0;
   uint8_t dlid_path_bits = 0;
+  // When the completion entered its CQ, in ns on the device's clock
+  // (Transport::now: virtual time on the simulated fabric, CLOCK_MONOTONIC on
+  // UDP): ibv_wc_read_completion_ts, with hca_core_clock 1 GHz.
+  uint64_t timestamp_ns = 0;
 };
 
 // ibv_async_event: exactly one of qp/cq/srq is set, or port_num for port events.

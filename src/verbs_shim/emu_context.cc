@@ -74,6 +74,16 @@ int close_device(ibv_context* ctx) noexcept {
   return 0;
 }
 
+int query_rt_values(ibv_context* ctx, ibv_values_ex* values) noexcept {
+  if (values->comp_mask & ~static_cast<uint32_t>(IBV_VALUES_MASK_RAW_CLOCK)) return EOPNOTSUPP;
+  if (values->comp_mask & IBV_VALUES_MASK_RAW_CLOCK) {
+    const uint64_t ns = engine_of(ctx).clock_ns();
+    values->raw_clock.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
+    values->raw_clock.tv_nsec = static_cast<long>(ns % 1'000'000'000);
+  }
+  return 0;
+}
+
 uint64_t device_guid(EmuDevice& dev) noexcept {
   auto ip = dev.runtime.address(dev.cfg, DeviceTable::get().config());
   return ip ? guid_for(*ip) : 0;
@@ -91,6 +101,9 @@ int query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input,
   ibv_device_attr_ex full{};
   to_ibv(engine_of(ctx).query_device(), &full.orig_attr);
   full.phys_port_cnt_ex = full.orig_attr.phys_port_cnt;
+  // Completion timestamps count the device clock in ns: 1 GHz, 64 bits.
+  full.completion_timestamp_mask = UINT64_MAX;
+  full.hca_core_clock = kHcaCoreClockKhz;
   std::memcpy(attr, &full, std::min(attr_size, sizeof full));
   if (attr_size > sizeof full)
     std::memset(reinterpret_cast<char*>(attr) + sizeof full, 0, attr_size - sizeof full);

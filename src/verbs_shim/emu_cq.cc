@@ -1,6 +1,7 @@
 // Emulated CQs and completion channels: create (plain and extended), poll
 // (ibv_poll_cq and the ibv_start_poll family), notify, resize, destroy.
 #include <pthread.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -13,6 +14,12 @@ namespace rocelab::verbs_shim::emulated {
 namespace {
 
 constexpr int kPollChunk = 16;  // completions converted per engine call
+
+int64_t wall_clock_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
 
 // ---- ibv_cq_ex accessors: read the completion start/next_poll made current --
 int start_poll(ibv_cq_ex* cqx, ibv_poll_cq_attr* attr) noexcept {
@@ -35,18 +42,22 @@ unsigned read_wc_flags(ibv_cq_ex* c) noexcept { return shim(c)->cur.wc_flags; }
 uint32_t read_slid(ibv_cq_ex* c) noexcept { return shim(c)->cur.slid; }
 uint8_t read_sl(ibv_cq_ex* c) noexcept { return shim(c)->cur.sl; }
 uint8_t read_dlid_path_bits(ibv_cq_ex* c) noexcept { return shim(c)->cur.dlid_path_bits; }
+// The device clock runs at 1 GHz (hca_core_clock 1,000,000 kHz): a cycle is a ns.
+uint64_t read_completion_ts(ibv_cq_ex* c) noexcept { return shim(c)->cur.timestamp_ns; }
+uint64_t read_completion_wallclock_ns(ibv_cq_ex* c) noexcept {
+  return shim(c)->cur.timestamp_ns + static_cast<uint64_t>(shim(c)->wall_offset_ns);
+}
 // Only reachable when the CQ was created with the matching wc_flags, which
 // create_cq_ex refuses: these fields do not exist here.
-uint64_t read_completion_ts(ibv_cq_ex*) noexcept { return 0; }
 uint16_t read_cvlan(ibv_cq_ex*) noexcept { return 0; }
 uint32_t read_flow_tag(ibv_cq_ex*) noexcept { return 0; }
 void read_tm_info(ibv_cq_ex*, ibv_wc_tm_info* info) noexcept { *info = ibv_wc_tm_info{}; }
-uint64_t read_completion_wallclock_ns(ibv_cq_ex*) noexcept { return 0; }
 
-// The wc_flags create_cq_ex accepts: what an ibv_wc carries.
+// The wc_flags create_cq_ex accepts: what an ibv_wc carries, and the two timestamps.
 constexpr uint64_t kSupportedWcFlags =
     IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP |
-    IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL | IBV_WC_EX_WITH_DLID_PATH_BITS;
+    IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL | IBV_WC_EX_WITH_DLID_PATH_BITS |
+    IBV_WC_EX_WITH_COMPLETION_TIMESTAMP | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK;
 
 ShimCq* make_cq(ibv_context* ctx, int cqe, void* cq_context, ibv_comp_channel* channel,
                 int comp_vector) {
@@ -65,6 +76,7 @@ ShimCq* make_cq(ibv_context* ctx, int cqe, void* cq_context, ibv_comp_channel* c
   }
   c->e = *cq;
   c->e->set_user_context(c);
+  c->wall_offset_ns = wall_clock_ns() - static_cast<int64_t>(engine_of(ctx).clock_ns());
   ibv_cq_ex& x = c->cqx;
   x.context = ctx;
   x.channel = channel;

@@ -77,6 +77,9 @@ ibv_qp_ex* qp_to_qp_ex(ibv_qp* qp) noexcept;
 // libibverbs' inline wrappers (ibv_post_send, ibv_poll_cq, ibv_create_qp_ex ...).
 int query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input,
                     ibv_device_attr_ex* attr, size_t attr_size) noexcept;
+// The device clock (completion timestamps): 1 GHz, so a cycle is a ns.
+inline constexpr uint64_t kHcaCoreClockKhz = 1'000'000;
+int query_rt_values(ibv_context* ctx, ibv_values_ex* values) noexcept;
 int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) noexcept;
 int req_notify_cq(ibv_cq* cq, int solicited_only) noexcept;
 ibv_cq_ex* create_cq_ex(ibv_context* ctx, ibv_cq_init_attr_ex* attr) noexcept;

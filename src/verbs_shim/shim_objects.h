@@ -44,6 +44,7 @@ struct ShimCq {
   ibv_cq_ex cqx;  // every CQ is extended: ibv_cq is its prefix
   emu::Cq* e;
   emu::Wc cur;    // the completion ibv_start_poll/ibv_next_poll made current
+  int64_t wall_offset_ns;  // CLOCK_REALTIME minus the device clock, at creation
 };
 
 struct ShimSrq {

@@ -656,3 +656,67 @@ TEST_F(Emulated, ReregMrChangesTranslationAndAccess) {
   EXPECT_EQ(ibv_dereg_mr(mr), 0);
   EXPECT_EQ(ibv_dereg_mr(smr), 0);
 }
+
+// Completion timestamps: the device advertises a 1 GHz, 64-bit clock; a CQ
+// created with both timestamp flags stamps each completion between two reads
+// of that clock (ibv_query_rt_values_ex), and its wall-clock stamp is the
+// real time then.
+TEST_F(Emulated, CompletionTimestampsCountTheDeviceClock) {
+  ibv_device_attr_ex dx;
+  ASSERT_EQ(ibv_query_device_ex(ctx_, nullptr, &dx), 0);
+  EXPECT_EQ(dx.hca_core_clock, 1'000'000u);  // kHz
+  EXPECT_EQ(dx.completion_timestamp_mask, UINT64_MAX);
+
+  ibv_cq_init_attr_ex cx{};
+  cx.cqe = 16;
+  cx.wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK |
+                IBV_WC_EX_WITH_BYTE_LEN;
+  ibv_cq_ex* cqx = ibv_create_cq_ex(ctx_, &cx);
+  ASSERT_NE(cqx, nullptr) << std::strerror(errno);
+  ibv_cq* cq = ibv_cq_ex_to_cq(cqx);
+  ibv_qp* a = rc_qp(cq);
+  ibv_qp* b = rc_qp(cq);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  connect(a, b->qp_num);
+  connect(b, a->qp_num);
+
+  ibv_values_ex before{}, after{};
+  before.comp_mask = after.comp_mask = IBV_VALUES_MASK_RAW_CLOCK;
+  timespec wall_before, wall_after;
+  ASSERT_EQ(clock_gettime(CLOCK_REALTIME, &wall_before), 0);
+  ASSERT_EQ(ibv_query_rt_values_ex(ctx_, &before), 0);
+  ibv_recv_wr r{}, *bad_r = nullptr;
+  ASSERT_EQ(ibv_post_recv(b, &r, &bad_r), 0);
+  ibv_send_wr s{}, *bad_s = nullptr;
+  s.opcode = IBV_WR_SEND;
+  s.send_flags = IBV_SEND_SIGNALED;
+  ASSERT_EQ(ibv_post_send(a, &s, &bad_s), 0);
+  std::vector<uint64_t> ts, wall;
+  for (int spins = 0; ts.size() < 2 && spins < 2'000'000; ++spins) {
+    ibv_poll_cq_attr pa{};
+    if (ibv_start_poll(cqx, &pa) != 0) continue;
+    ts.push_back(ibv_wc_read_completion_ts(cqx));
+    wall.push_back(ibv_wc_read_completion_wallclock_ns(cqx));
+    EXPECT_EQ(cqx->status, IBV_WC_SUCCESS);
+    ibv_end_poll(cqx);
+  }
+  ASSERT_EQ(ts.size(), 2u);  // the RECV and the SEND
+  ASSERT_EQ(ibv_query_rt_values_ex(ctx_, &after), 0);
+  ASSERT_EQ(clock_gettime(CLOCK_REALTIME, &wall_after), 0);
+  auto ns = [](const timespec& t) { return uint64_t(t.tv_sec) * 1'000'000'000u + uint64_t(t.tv_nsec); };
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_GE(ts[i], ns(before.raw_clock));
+    EXPECT_LE(ts[i], ns(after.raw_clock));
+    // The wall-clock stamp lies in the same interval of real time (1 ms of slack
+    // for the offset taken when the CQ was made).
+    EXPECT_GE(wall[i] + 1'000'000, ns(wall_before));
+    EXPECT_LE(wall[i], ns(wall_after) + 1'000'000);
+  }
+  EXPECT_LE(ts[0], ts[1]);
+  before.comp_mask = 1u << 5;  // not a value this device has
+  EXPECT_EQ(ibv_query_rt_values_ex(ctx_, &before), EOPNOTSUPP);
+  EXPECT_EQ(ibv_destroy_qp(a), 0);
+  EXPECT_EQ(ibv_destroy_qp(b), 0);
+  EXPECT_EQ(ibv_destroy_cq(cq), 0);
+}
