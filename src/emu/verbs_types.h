@@ -31,6 +31,22 @@ constexpr bool mtu_from_bytes(uint32_t bytes, Mtu* out) {
   return false;
 }
 
+// The active MTU of a RoCE port on a link of link_mtu bytes, as Soft-RoCE
+// derives it (rxe_set_mtu): the largest IBTA MTU that fits after 80 bytes of
+// headers (Ethernet, IP, UDP, BTH and the rest), at least 256, at most 4096.
+// A 1500-byte Ethernet link gives 1024; loopback (65536) gives 4096.
+constexpr Mtu mtu_for_link(uint32_t link_mtu) {
+  constexpr uint32_t kRxeMaxHdrLength = 80;
+  const uint32_t room = link_mtu > kRxeMaxHdrLength ? link_mtu - kRxeMaxHdrLength : 0;
+  Mtu m = Mtu::k256;
+  for (uint8_t v = 1; v <= 5; ++v)
+    if ((128u << v) <= room) m = static_cast<Mtu>(v);
+  return m;
+}
+static_assert(mtu_for_link(1500) == Mtu::k1024 && mtu_for_link(65536) == Mtu::k4096 &&
+              mtu_for_link(9000) == Mtu::k4096 && mtu_for_link(1104) == Mtu::k1024 && mtu_for_link(1103) == Mtu::k512 &&
+              mtu_for_link(1000) == Mtu::k512 && mtu_for_link(100) == Mtu::k256);
+
 // ibv_port_state / link layer / ibv_atomic_cap / ibv_gid_type
 enum class PortState : uint8_t { kNop = 0, kDown = 1, kInit = 2, kArmed = 3, kActive = 4 };
 enum class LinkLayer : uint8_t { kUnspecified = 0, kInfiniband = 1, kEthernet = 2 };

@@ -35,7 +35,9 @@ struct DeviceConfig {
 
 struct ShimConfig {
   std::vector<DeviceConfig> devices;
-  uint32_t mtu = 1024;  // bytes; one of the IBTA path MTUs
+  // The port's active MTU in bytes (one of the IBTA path MTUs); 0: derived from
+  // the MTU of the interface holding the device's address, as Soft-RoCE does.
+  uint32_t mtu = 0;
   std::string pcap_path;
   std::string events_path;
   bool debug = false;

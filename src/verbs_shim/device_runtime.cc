@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "emu/transport/link_mtu.h"
 #include "verbs_shim/transport_factory.h"
 
 namespace rocelab::verbs_shim {
@@ -42,7 +43,11 @@ wire::Result<emu::Device*> DeviceRuntime::acquire(const DeviceConfig& dev,
   }
   emu::DeviceConfig dc;
   dc.name = dev.name;
-  emu::mtu_from_bytes(cfg.mtu, &dc.active_mtu);
+  if (cfg.mtu != 0) {
+    emu::mtu_from_bytes(cfg.mtu, &dc.active_mtu);
+  } else if (auto link = emu::link_mtu(parked_->local_address())) {
+    dc.active_mtu = emu::mtu_for_link(*link);
+  }  // else: an address on no interface keeps the engine's default (1024)
   dc.helper_thread = true;
   dc.tap = taps_->pcap.get();
   dc.events = taps_->events;

@@ -30,7 +30,7 @@ TEST(ShimConfig, ZeroConfigurationIsOneDeviceOnAFreeLoopbackAddress) {
   ASSERT_EQ(c->devices.size(), 1u);
   EXPECT_EQ(c->devices[0].name, "rocelab0");
   EXPECT_FALSE(c->devices[0].ip);  // the transport picks 127.0.0.x
-  EXPECT_EQ(c->mtu, 1024u);
+  EXPECT_EQ(c->mtu, 0u);  // 0: from the interface
   EXPECT_TRUE(c->pcap_path.empty());
   EXPECT_TRUE(c->events_path.empty());
 }
