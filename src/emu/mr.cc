@@ -10,6 +10,8 @@ Result<Mr*> Device::reg_mr(Pd* pd, void* addr, size_t length, uint64_t iova, uns
   std::lock_guard lk(e.mu);
   if (!device_owns_pd(e, pd)) return errc(EINVAL);
   if (!addr && length > 0) return errc(EINVAL);
+  if (access & ~(access::kKnownMr | access::kOptionalRange)) return errc(EINVAL);
+  access &= ~access::kOptionalRange | access::kRelaxedOrdering;
   // IBTA 10.6.3.1: remote write or atomic access requires local write access.
   if ((access & (access::kRemoteWrite | access::kRemoteAtomic)) && !(access & access::kLocalWrite))
     return errc(EINVAL);

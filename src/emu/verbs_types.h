@@ -70,6 +70,11 @@ namespace access {
 inline constexpr unsigned kLocalWrite = 1u << 0, kRemoteWrite = 1u << 1, kRemoteRead = 1u << 2,
     kRemoteAtomic = 1u << 3, kMwBind = 1u << 4, kZeroBased = 1u << 5, kOnDemand = 1u << 6,
     kHugetlb = 1u << 7, kRelaxedOrdering = 1u << 20;
+// Bits 20..29 are optional (IBV_ACCESS_OPTIONAL_RANGE): a device that does not
+// know one ignores it. Any other unknown bit is EINVAL (ib_check_mr_access).
+inline constexpr unsigned kOptionalRange = 0x3FF00000u;
+inline constexpr unsigned kKnownMr = kLocalWrite | kRemoteWrite | kRemoteRead | kRemoteAtomic |
+                                     kMwBind | kZeroBased | kOnDemand | kHugetlb;
 }  // namespace access
 
 // ibv_wr_opcode

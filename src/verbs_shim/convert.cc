@@ -155,10 +155,13 @@ void to_ibv(const emu::QpAttr& in, ibv_qp_attr* out) {
 
 emu::QpAttr from_ibv(const ibv_qp_attr& in) {
   emu::QpAttr out;
-  out.qp_state = static_cast<emu::QpState>(in.qp_state);
-  out.cur_qp_state = static_cast<emu::QpState>(in.cur_qp_state);
-  out.path_mtu = static_cast<emu::Mtu>(in.path_mtu);
-  out.path_mig_state = static_cast<emu::MigState>(in.path_mig_state);
+  // The engine's enums are uint8_t-based: any value converts, and it rejects
+  // the ones that name nothing. Values past 255 are clamped to 255 (invalid).
+  auto u8 = [](auto v) { return static_cast<uint8_t>(v > 255 ? 255 : v); };
+  out.qp_state = static_cast<emu::QpState>(u8(raw_enum(in.qp_state)));
+  out.cur_qp_state = static_cast<emu::QpState>(u8(raw_enum(in.cur_qp_state)));
+  out.path_mtu = static_cast<emu::Mtu>(u8(raw_enum(in.path_mtu)));
+  out.path_mig_state = static_cast<emu::MigState>(u8(raw_enum(in.path_mig_state)));
   out.qkey = in.qkey;
   out.rq_psn = in.rq_psn;
   out.sq_psn = in.sq_psn;

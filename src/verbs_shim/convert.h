@@ -5,11 +5,23 @@
 #include <infiniband/verbs.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "emu/verbs_attrs.h"
 #include "emu/verbs_types.h"
 
 namespace rocelab::verbs_shim {
+
+// The integer a program stored in a libibverbs enum field (qp_state, opcode,
+// qp_type ...). A program may store any int there; the C enums have no fixed
+// type, so loading an out-of-range value as the enum is undefined in C++.
+// Read the bytes instead, then check the value before converting.
+template <typename E>
+auto raw_enum(const E& field) {
+  std::underlying_type_t<E> v;
+  std::memcpy(&v, &field, sizeof v);
+  return v;
+}
 
 #define ROCELAB_SAME(emu_value, ibv_value) \
   static_assert(static_cast<int>(emu_value) == static_cast<int>(ibv_value), #emu_value " != " #ibv_value)

@@ -15,9 +15,10 @@ emu::SendWr to_emu(const ibv_send_wr& wr, std::span<const emu::Sge> sges) {
   emu::SendWr out;
   out.wr_id = wr.wr_id;
   out.sg_list = sges;
-  out.opcode = static_cast<emu::WrOpcode>(wr.opcode);
+  const auto opcode = raw_enum(wr.opcode);  // a program may store any value here
+  out.opcode = static_cast<emu::WrOpcode>(opcode > 255 ? 255 : opcode);
   out.send_flags = wr.send_flags;
-  switch (wr.opcode) {
+  switch (opcode) {
     case IBV_WR_RDMA_WRITE_WITH_IMM:
       out.imm_data = wr.imm_data;
       [[fallthrough]];
@@ -45,11 +46,12 @@ emu::SendWr to_emu(const ibv_send_wr& wr, std::span<const emu::Sge> sges) {
     case IBV_WR_TSO:
     case IBV_WR_DRIVER1:
     case IBV_WR_ATOMIC_WRITE:
+    default:
       break;  // the engine rejects what it does not implement
   }
   // UD fields share the union with rdma/atomic; they matter only on UD QPs,
   // where the opcodes above never set those.
-  if (wr.opcode == IBV_WR_SEND || wr.opcode == IBV_WR_SEND_WITH_IMM) {
+  if (opcode == IBV_WR_SEND || opcode == IBV_WR_SEND_WITH_IMM) {
     out.ud.ah = wr.wr.ud.ah ? shim(wr.wr.ud.ah)->e : nullptr;
     out.ud.remote_qpn = wr.wr.ud.remote_qpn;
     out.ud.remote_qkey = wr.wr.ud.remote_qkey;
@@ -60,9 +62,10 @@ emu::SendWr to_emu(const ibv_send_wr& wr, std::span<const emu::Sge> sges) {
 namespace emulated {
 namespace {
 
+// raw_type: the qp_type field's value as the program stored it.
 ibv_qp* make_qp(ibv_context* ctx, ibv_pd* pd, void* qp_context, ibv_cq* send_cq,
-                ibv_cq* recv_cq, ibv_srq* srq, ibv_qp_cap* cap, ibv_qp_type type, int sq_sig_all) {
-  if (type != IBV_QPT_RC && type != IBV_QPT_UC && type != IBV_QPT_UD) {
+                ibv_cq* recv_cq, ibv_srq* srq, ibv_qp_cap* cap, unsigned raw_type, int sq_sig_all) {
+  if (raw_type != IBV_QPT_RC && raw_type != IBV_QPT_UC && raw_type != IBV_QPT_UD) {
     errno = EOPNOTSUPP;  // XRC, raw packet, driver QPs: not emulated
     return nullptr;
   }
@@ -76,6 +79,7 @@ ibv_qp* make_qp(ibv_context* ctx, ibv_pd* pd, void* qp_context, ibv_cq* send_cq,
   ia.recv_cq = shim(recv_cq)->e;
   ia.srq = srq ? shim(srq)->e : nullptr;
   ia.cap = from_ibv(*cap);
+  const auto type = static_cast<ibv_qp_type>(raw_type);
   ia.qp_type = static_cast<emu::QpType>(type);
   ia.sq_sig_all = sq_sig_all != 0;
   auto qp = engine_of(ctx).create_qp(shim(pd)->e, ia);
@@ -114,7 +118,7 @@ ibv_qp* make_qp(ibv_context* ctx, ibv_pd* pd, void* qp_context, ibv_cq* send_cq,
 
 ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) noexcept {
   return make_qp(pd->context, pd, attr->qp_context, attr->send_cq, attr->recv_cq, attr->srq,
-                 &attr->cap, attr->qp_type, attr->sq_sig_all);
+                 &attr->cap, raw_enum(attr->qp_type), attr->sq_sig_all);
 }
 
 ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* attr) noexcept {
@@ -137,7 +141,7 @@ ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* attr) noexcept {
     return nullptr;
   }
   return make_qp(ctx, attr->pd, attr->qp_context, attr->send_cq, attr->recv_cq, attr->srq,
-                 &attr->cap, attr->qp_type, attr->sq_sig_all);
+                 &attr->cap, raw_enum(attr->qp_type), attr->sq_sig_all);
 }
 
 ibv_qp_ex* qp_to_qp_ex(ibv_qp* qp) noexcept { return &shim(qp)->qpx; }
