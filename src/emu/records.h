@@ -26,6 +26,7 @@ struct Counters {
   uint64_t completer_retry_err = 0; // requester: retransmission started (timeout or NAK)
   uint64_t ack_deferred = 0;        // responder: ACK coalesced into a later one
   uint64_t rcvd_icrc_err = 0;       // dropped: bad ICRC
+  uint64_t icrc_ip_recovered = 0;   // accepted: IPv4 ID/DF recovered from the ICRC (not ID 0 + DF)
   uint64_t rcvd_hdr_err = 0;        // dropped: bad headers, unknown QP, wrong state, bad Q_Key ...
   uint64_t rdma_sends = 0;          // SEND messages completed as requester
   uint64_t rdma_recvs = 0;          // SEND messages received
@@ -41,6 +42,7 @@ struct Counters {
     f("rnr_nak_retry_err", rnr_nak_retry_err); f("send_rnr_err", send_rnr_err);
     f("rcvd_rnr_err", rcvd_rnr_err); f("completer_retry_err", completer_retry_err);
     f("ack_deferred", ack_deferred); f("rcvd_icrc_err", rcvd_icrc_err);
+    f("icrc_ip_recovered", icrc_ip_recovered);
     f("rcvd_hdr_err", rcvd_hdr_err); f("rdma_sends", rdma_sends); f("rdma_recvs", rdma_recvs);
     f("qkey_viol", qkey_viol);
   }

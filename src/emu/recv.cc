@@ -32,15 +32,26 @@ void Device::Engine::drop(QpImpl* qp, const Datagram& d, std::string_view reason
 
 namespace {
 
-// The ICRC over the IP/UDP headers the datagram arrived with (rebuilt from d.ip).
-bool icrc_ok(const Datagram& d, uint32_t carried) {
+enum class Icrc { kOk, kRecovered, kBad };
+
+// The ICRC over the IP/UDP headers the datagram arrived with, rebuilt from
+// *ip. A UDP socket does not see the IPv4 Identification and DF bit: when the
+// ICRC does not match them as given (our own senders: ID 0, DF), they are
+// recovered from the ICRC itself and written to *ip (wire/icrc.h).
+Icrc check_icrc(const Datagram& d, uint32_t carried, wire::IpUdpInfo* ip) {
   std::array<std::byte, wire::kIpv6HeaderLen + wire::kUdpHeaderLen> hdr{};
-  wire::IpUdpInfo ip = d.ip;
-  wire::write_ip_udp(hdr.data(), ip, d.payload.size());
-  const size_t ip_hlen = ip.dst.v6 ? wire::kIpv6HeaderLen : wire::kIpv4HeaderLen;
+  wire::write_ip_udp(hdr.data(), *ip, d.payload.size());
+  const size_t ip_hlen = ip->dst.v6 ? wire::kIpv6HeaderLen : wire::kIpv4HeaderLen;
+  const size_t rest = d.payload.size() - wire::kBthLen - wire::kIcrcLen;
   wire::IcrcAccumulator acc(hdr.data(), ip_hlen, d.payload.data());
-  acc.add(d.payload.subspan(wire::kBthLen, d.payload.size() - wire::kBthLen - wire::kIcrcLen));
-  return acc.value() == carried;
+  acc.add(d.payload.subspan(wire::kBthLen, rest));
+  if (acc.value() == carried) return Icrc::kOk;
+  if (ip->dst.v6) return Icrc::kBad;  // IPv6: every field the ICRC covers is known
+  auto unseen = wire::solve_ipv4_unseen(acc.value() ^ carried, ip_hlen, rest);
+  if (!unseen) return Icrc::kBad;
+  ip->ip_id ^= unseen->id;
+  ip->df = ip->df != unseen->df;
+  return Icrc::kRecovered;
 }
 
 bool transport_matches(QpType t, wire::Transport w) {
@@ -54,13 +65,20 @@ bool transport_matches(QpType t, wire::Transport w) {
 
 }  // namespace
 
-void Device::Engine::receive(const Datagram& d) {
-  if (cfg.tap) cfg.tap->on_packet(Direction::kRx, transport->now(), d);
-  auto parsed = wire::parse_roce(d.payload);
-  if (!parsed) return drop(nullptr, d, "malformed", &Counters::rcvd_hdr_err);
+void Device::Engine::receive(const Datagram& arrived) {
+  auto parsed = wire::parse_roce(arrived.payload);
+  if (!parsed) {
+    if (cfg.tap) cfg.tap->on_packet(Direction::kRx, transport->now(), arrived);
+    return drop(nullptr, arrived, "malformed", &Counters::rcvd_hdr_err);
+  }
   const wire::RocePacket& pkt = *parsed;
+  // The capture records the header the sender sent: with the recovered ID.
+  Datagram d = arrived;
+  const Icrc icrc = check_icrc(arrived, pkt.icrc, &d.ip);
+  if (cfg.tap) cfg.tap->on_packet(Direction::kRx, transport->now(), d);
   // IBTA A17.3.3 / rxe: a packet whose ICRC does not match is dropped silently.
-  if (!icrc_ok(d, pkt.icrc)) return drop(nullptr, d, "bad ICRC", &Counters::rcvd_icrc_err);
+  if (icrc == Icrc::kBad) return drop(nullptr, d, "bad ICRC", &Counters::rcvd_icrc_err);
+  if (icrc == Icrc::kRecovered) counters.icrc_ip_recovered += 1;
   const wire::OpInfo& info = pkt.hdr.info();
   if (pkt.hdr.bth.pkey != wire::kDefaultPkey)
     return drop(nullptr, d, "P_Key", &Counters::rcvd_hdr_err);

@@ -2,6 +2,8 @@
 
 #include <zlib.h>
 
+#include <climits>
+#include <cstdint>
 #include <cstring>
 
 #include "wire/opcode_table.h"
@@ -50,6 +52,87 @@ IcrcAccumulator::IcrcAccumulator(const std::byte* ip_udp, size_t ip_hlen, const 
 
 void IcrcAccumulator::add(std::span<const std::byte> bytes) {
   crc_ = crc_add(crc_, bytes.data(), bytes.size());
+}
+
+namespace {
+
+// The linear part of the CRC of one byte `v` followed by n zero bytes: what
+// XOR-ing v into a message at a byte that n bytes follow does to its CRC.
+uint32_t syndrome(uint8_t v, size_t n) {
+  const Bytef one = v, zero = 0;
+  const uLong lin = crc32(0, &one, 1) ^ crc32(0, &zero, 1);
+  return static_cast<uint32_t>(crc32_combine(lin, 0, static_cast<z_off_t>(n)));
+}
+
+// A basis of the syndromes of the 17 unseen bits, reduced for elimination:
+// row i has pivot bit pivot[i] (cleared in every other row); tag[i] says
+// which unseen bits it combines (bits 0..15 the ID, bit 16 DF).
+struct Basis {
+  size_t rest_len = SIZE_MAX, ip_hlen = 0;
+  int rows = 0;
+  uint32_t vec[17] = {};
+  uint32_t tag[17] = {};
+  int pivot[17] = {};
+};
+
+Basis make_basis(size_t ip_hlen, size_t rest_len) {
+  // Bytes that follow each unseen byte in the ICRC's input: the 8 bytes of
+  // 0xFF come first, then the IPv4 header (ID at 4..5, flags at 6), UDP, BTH.
+  const size_t total = 8 + ip_hlen + kUdpHeaderLen + kBthLen + rest_len;
+  auto after = [&](size_t ip_offset) { return total - (8 + ip_offset) - 1; };
+  Basis b;
+  b.rest_len = rest_len;
+  b.ip_hlen = ip_hlen;
+  for (int bit = 0; bit < 17; ++bit) {
+    uint32_t v;
+    if (bit < 16) {
+      // ID bit `bit` (host order): big-endian on the wire, high byte at offset 4.
+      v = bit >= 8 ? syndrome(static_cast<uint8_t>(1u << (bit - 8)), after(4))
+                   : syndrome(static_cast<uint8_t>(1u << bit), after(5));
+    } else {
+      v = syndrome(0x40, after(6));  // DF: bit 6 of byte 6
+    }
+    uint32_t t = 1u << bit;
+    for (int r = 0; r < b.rows; ++r) {
+      if (v & (1u << b.pivot[r])) {
+        v ^= b.vec[r];
+        t ^= b.tag[r];
+      }
+    }
+    if (v == 0) continue;  // dependent (never for these lengths; kept for safety)
+    const int p = __builtin_ctz(v);
+    for (int r = 0; r < b.rows; ++r) {
+      if (b.vec[r] & (1u << p)) {
+        b.vec[r] ^= v;
+        b.tag[r] ^= t;
+      }
+    }
+    b.vec[b.rows] = v;
+    b.tag[b.rows] = t;
+    b.pivot[b.rows] = p;
+    ++b.rows;
+  }
+  return b;
+}
+
+}  // namespace
+
+std::optional<Ipv4Unseen> solve_ipv4_unseen(uint32_t delta, size_t ip_hlen, size_t rest_len) {
+  // Packets of one flow mostly share a length: keep the last basis per thread.
+  thread_local Basis basis;
+  if (basis.rest_len != rest_len || basis.ip_hlen != ip_hlen) basis = make_basis(ip_hlen, rest_len);
+  uint32_t tag = 0;
+  for (int r = 0; r < basis.rows; ++r) {
+    if (delta & (1u << basis.pivot[r])) {
+      delta ^= basis.vec[r];
+      tag ^= basis.tag[r];
+    }
+  }
+  if (delta != 0) return std::nullopt;
+  Ipv4Unseen u;
+  u.id = static_cast<uint16_t>(tag & 0xFFFF);
+  u.df = (tag >> 16) & 1;
+  return u;
 }
 
 uint32_t compute_icrc(std::span<const std::byte> ip_packet, size_t ip_hlen) {

@@ -13,6 +13,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 namespace rocelab::wire {
@@ -30,6 +31,27 @@ class IcrcAccumulator {
  private:
   uint32_t crc_;
 };
+
+// What a receiver on a UDP socket cannot see of an IPv4 header, yet the ICRC
+// covers: the Identification and the DF flag. Senders put anything there
+// (Linux with an unconnected DF socket: ID 0; the kernel's Soft-RoCE and NICs: a
+// running counter), so a receiver that assumed 0 would drop their packets.
+struct Ipv4Unseen {
+  uint16_t id = 0;
+  bool df = false;
+};
+
+// The CRC is affine over GF(2): flipping a bit of the input flips a fixed set
+// of bits of the result, which depends only on how many bytes follow that bit.
+// So the 17 unseen bits are determined by the carried ICRC: given
+//   delta = carried ICRC XOR the ICRC computed over the header as assumed
+// and rest_len, the bytes after the BTH up to the ICRC (extension headers,
+// payload, pad), this solves exactly for what to XOR into the assumed ID and
+// DF to get the sender's (with an assumed ID of 0: the ID itself). nullopt
+// when no value of the 17 bits explains delta: the packet is damaged. (That
+// leaves 15 of the 32 bits to catch corruption: a random error passes with
+// probability 2^-15.)
+std::optional<Ipv4Unseen> solve_ipv4_unseen(uint32_t delta, size_t ip_header_len, size_t rest_len);
 
 // ICRC of an IP packet that carries a RoCEv2 packet (IP header to the end of the
 // UDP payload, whose last 4 bytes are the ICRC slot and are not covered).

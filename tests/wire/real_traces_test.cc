@@ -9,6 +9,7 @@
 
 #include "tests/external.h"
 #include "wire/frame.h"
+#include "wire/icrc.h"
 #include "wire/ib_native.h"
 #include "wire/pcap_reader.h"
 
@@ -110,6 +111,41 @@ TEST(RealTraces, ErfNativeInfinibandDecodesWithGoodIcrcs) {
   }
   EXPECT_EQ(local, 37);
   EXPECT_EQ(global, 6);
+}
+
+// Soft-RoCE and NICs number their IPv4 IDs; a UDP socket never sees them.
+// For every IPv4 RoCEv2 packet of the real captures, the ID and DF solved from
+// the ICRC (as the receive path does, assuming ID 0 and DF) are the ones on
+// the wire.
+TEST(RealTraces, TheIpv4IdOfEveryPacketIsRecoveredFromItsIcrc) {
+  const fs::path dir = fs::path(ROCELAB_SHARED_DIR) / "traces" / "public";
+  ROCELAB_REQUIRE_EXTERNAL(dir);
+  int checked = 0, nonzero = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != ".pcap") continue;
+    auto r = PcapReader::open(e.path().string());
+    ASSERT_TRUE(r);
+    for (int frame = 1;; ++frame) {
+      auto f = r->next();
+      ASSERT_TRUE(f);
+      if (!f->has_value()) break;
+      auto d = decode_frame(r->link_type(), (*f)->data);
+      if (!d || d->ip.info.src.v6 || d->ip.info.ip_header_len != kIpv4HeaderLen || !d->icrc_ok()) continue;
+      std::vector<std::byte> p(d->ip.ip_packet.begin(), d->ip.ip_packet.end());
+      p[4] = p[5] = std::byte{0};
+      p[6] = std::byte{0x40};
+      const uint32_t assumed = compute_icrc(p, kIpv4HeaderLen);
+      const size_t rest = p.size() - kIpv4HeaderLen - kUdpHeaderLen - kBthLen - kIcrcLen;
+      auto u = solve_ipv4_unseen(assumed ^ d->roce.icrc, kIpv4HeaderLen, rest);
+      ASSERT_TRUE(u) << e.path().filename() << " frame " << frame;
+      EXPECT_EQ(u->id, d->ip.info.ip_id) << e.path().filename() << " frame " << frame;
+      EXPECT_EQ(!u->df, d->ip.info.df) << e.path().filename() << " frame " << frame;
+      ++checked;
+      if (d->ip.info.ip_id != 0) ++nonzero;
+    }
+  }
+  EXPECT_GE(checked, 100);
+  EXPECT_EQ(nonzero, 26);  // the Soft-RoCE VMs' and the NICs' packets with an ID other than 0
 }
 
 }  // namespace
