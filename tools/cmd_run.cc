@@ -29,6 +29,7 @@ struct RunOptions {
   std::string pcap;
   std::string events;
   emu::FaultConfig faults;
+  bool explain = false;
   std::vector<std::string> command;
 };
 
@@ -54,6 +55,7 @@ int run(RunOptions& o) {
   if (o.mtu != 0) set("ROCELAB_MTU", std::to_string(o.mtu));
   if (!o.pcap.empty()) set("ROCELAB_PCAP", std::filesystem::absolute(o.pcap).string());
   if (!o.events.empty()) set("ROCELAB_EVENTS", std::filesystem::absolute(o.events).string());
+  if (o.explain) set("ROCELAB_EXPLAIN", "1");
 
   // Fault flags given on this command line replace any ROCELAB_* fault
   // variables already in the environment; without flags those pass through.
@@ -102,6 +104,8 @@ void register_run(CLI::App& app) {
       ->check(CLI::IsMember({256, 512, 1024, 2048, 4096}));
   cmd->add_option("--pcap", o->pcap, "write every RoCEv2 packet sent and received to this pcap file");
   cmd->add_option("--events", o->events, "write the engine's event log to this file");
+  cmd->add_flag("--explain", o->explain,
+                "when a verb is refused (ibv_modify_qp), print the engine's reason on stderr; errno is unchanged");
   add_fault_options(*cmd, o->faults);
   cmd->add_option("command", o->command, "the program and its arguments")->required();
   cmd->prefix_command();

@@ -14,6 +14,7 @@ void register_opcodes(CLI::App& app);
 void register_loopback(CLI::App& app);
 void register_run(CLI::App& app);
 void register_devices(CLI::App& app);
+void register_fsm(CLI::App& app);
 
 // The verbs shim next to this program: <dir of rocelab>/../lib/librocelab_verbs.so.
 std::filesystem::path shim_library_path();

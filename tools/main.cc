@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   rocelab::tools::register_loopback(app);
   rocelab::tools::register_run(app);
   rocelab::tools::register_devices(app);
+  rocelab::tools::register_fsm(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

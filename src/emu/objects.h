@@ -140,6 +140,10 @@ class Qp : public Object {
   std::error_code post_recv(std::span<const RecvWr> wrs, size_t* n_posted);
 
   Counters counters() const;
+  // Why the last refused modify was refused, in a line ("modify_qp INIT->RTR on
+  // RC: missing PATH_MTU, DEST_QPN"); empty when none was. The error code the
+  // caller got is unchanged: this only explains it (rocelab run --explain).
+  std::string last_refusal() const;
 
  protected:
   Qp() = default;

@@ -114,6 +114,7 @@ class QpImpl final : public Qp {
   uint16_t sport = 0xC000;  // UDP source port, 0xC000..0xFFFF
   bool sq_drained_notify = false;
   Counters ctr;
+  std::string refusal;   // why the last refused verb was refused (Qp::last_refusal)
 
   std::vector<SendWqe> sq;  // max_send_wr entries
   uint64_t sq_head = 0, sq_tail = 0;  // [head, tail): posted and not completed

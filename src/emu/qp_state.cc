@@ -68,30 +68,33 @@ static_assert(!kTable[S(QpState::kSqe)][S(QpState::kSqe)].valid);
 static_assert(kTable[S(QpState::kErr)][S(QpState::kErr)].valid);
 static_assert(kTable[S(QpState::kReset)][S(QpState::kReset)].valid);
 
-// Attribute values (beyond the mask): what rxe_qp_chk_attr and the verbs layer reject.
-std::error_code check_values(const QpImpl& qp, const QpAttr& a, uint32_t mask) {
+// Attribute values (beyond the mask): what rxe_qp_chk_attr and the verbs layer
+// reject. nullptr when every value is acceptable, else why not.
+const char* check_values(const QpImpl& qp, const QpAttr& a, uint32_t mask) {
   const Engine& e = *qp.eng;
-  if ((mask & kPort) && a.port_num != kPortNum) return errc(EINVAL);
-  if ((mask & kPkeyIndex) && a.pkey_index >= e.pattr.pkey_tbl_len) return errc(EINVAL);
+  if ((mask & kPort) && a.port_num != kPortNum) return "PORT: the device has one port, 1";
+  if ((mask & kPkeyIndex) && a.pkey_index >= e.pattr.pkey_tbl_len) return "PKEY_INDEX past the P_Key table";
   if ((mask & kPathMtu) &&
       (static_cast<uint8_t>(a.path_mtu) < 1 || static_cast<uint8_t>(a.path_mtu) > static_cast<uint8_t>(e.pattr.max_mtu)))
-    return errc(EINVAL);
-  if ((mask & kTimeout) && a.timeout > 31) return errc(EINVAL);
-  if ((mask & kRetryCnt) && a.retry_cnt > 7) return errc(EINVAL);
-  if ((mask & kRnrRetry) && a.rnr_retry > 7) return errc(EINVAL);
-  if ((mask & kMinRnrTimer) && a.min_rnr_timer > 31) return errc(EINVAL);
-  if ((mask & kMaxQpRdAtomic) && a.max_rd_atomic > e.dattr.max_qp_init_rd_atom) return errc(EINVAL);
-  if ((mask & kMaxDestRdAtomic) && a.max_dest_rd_atomic > e.dattr.max_qp_rd_atom) return errc(EINVAL);
+    return "PATH_MTU is not an MTU this port supports (256..4096)";
+  if ((mask & kTimeout) && a.timeout > 31) return "TIMEOUT above 31";
+  if ((mask & kRetryCnt) && a.retry_cnt > 7) return "RETRY_CNT above 7";
+  if ((mask & kRnrRetry) && a.rnr_retry > 7) return "RNR_RETRY above 7";
+  if ((mask & kMinRnrTimer) && a.min_rnr_timer > 31) return "MIN_RNR_TIMER above 31";
+  if ((mask & kMaxQpRdAtomic) && a.max_rd_atomic > e.dattr.max_qp_init_rd_atom)
+    return "MAX_QP_RD_ATOMIC above the device's max_qp_init_rd_atom";
+  if ((mask & kMaxDestRdAtomic) && a.max_dest_rd_atomic > e.dattr.max_qp_rd_atom)
+    return "MAX_DEST_RD_ATOMIC above the device's max_qp_rd_atom";
   if ((mask & kAccessFlags) &&
       (a.qp_access_flags & ~(access::kLocalWrite | access::kRemoteWrite | access::kRemoteRead |
                              access::kRemoteAtomic | access::kMwBind)))
-    return errc(EINVAL);
-  if ((mask & kAv) &&
-      (!a.ah_attr.is_global || a.ah_attr.sgid_index != 0 || a.ah_attr.port_num > kPortNum))
-    return errc(EINVAL);  // RoCE needs a GRH; only GID index 0 is in use
-  if ((mask & kPathMigState) && static_cast<uint8_t>(a.path_mig_state) > 2) return errc(EINVAL);
-  if ((mask & kEnSqdAsyncNotify) && a.en_sqd_async_notify > 1) return errc(EINVAL);
-  return {};
+    return "ACCESS_FLAGS has an unknown bit";
+  if ((mask & kAv) && !a.ah_attr.is_global) return "AV without a GRH: RoCE addresses peers by GID (is_global 1)";
+  if ((mask & kAv) && (a.ah_attr.sgid_index != 0 || a.ah_attr.port_num > kPortNum))
+    return "AV: only GID index 0 of port 1 is in use";
+  if ((mask & kPathMigState) && static_cast<uint8_t>(a.path_mig_state) > 2) return "PATH_MIG_STATE unknown";
+  if ((mask & kEnSqdAsyncNotify) && a.en_sqd_async_notify > 1) return "EN_SQD_ASYNC_NOTIFY must be 0 or 1";
+  return nullptr;
 }
 
 // Effects of entering a state.
@@ -140,31 +143,114 @@ void enter(QpImpl& qp, QpState from, QpState to) {
 
 }  // namespace
 
+std::string Qp::last_refusal() const {
+  auto& qp = *static_cast<const QpImpl*>(this);
+  std::lock_guard lk(qp.eng->mu);
+  return qp.refusal;
+}
+
 const QpTransition& qp_transition(QpState from, QpState to) { return kTable[S(from)][S(to)]; }
 
 bool qp_modify_is_ok(QpState cur, QpState next, QpType type, uint32_t mask) {
-  if (static_cast<int>(cur) >= kNumQpStates || static_cast<int>(next) >= kNumQpStates) return false;
+  return check_qp_modify(cur, next, type, mask).ok;
+}
+
+QpModifyVerdict check_qp_modify(QpState cur, QpState next, QpType type, uint32_t mask) {
+  QpModifyVerdict v;
+  if (static_cast<int>(cur) >= kNumQpStates || static_cast<int>(next) >= kNumQpStates) return v;
   const QpTransition& t = kTable[S(cur)][S(next)];
-  if (!t.valid) return false;
-  if ((mask & kCurState) && cur != QpState::kRtr && cur != QpState::kRts && cur != QpState::kSqd &&
-      cur != QpState::kSqe)
-    return false;
+  if (!t.valid) return v;
+  v.valid_transition = true;
+  v.cur_state_refused = (mask & kCurState) && cur != QpState::kRtr && cur != QpState::kRts &&
+                        cur != QpState::kSqd && cur != QpState::kSqe;
   const int ti = type_index(type);
-  if ((mask & t.req[ti]) != t.req[ti]) return false;
-  if (mask & ~(t.req[ti] | t.opt[ti] | kState)) return false;
-  return true;
+  v.missing = t.req[ti] & ~mask;
+  v.not_allowed = mask & ~(t.req[ti] | t.opt[ti] | kState);
+  if (v.cur_state_refused) v.not_allowed &= ~kCurState;  // said once, as its own reason
+  v.ok = !v.cur_state_refused && v.missing == 0 && v.not_allowed == 0;
+  return v;
+}
+
+namespace {
+std::string bit_list(uint32_t bits) {
+  std::string s;
+  for (int b = 0; b < kNumBits; ++b) {
+    if (!(bits & (1u << b))) continue;
+    if (!s.empty()) s += ", ";
+    const std::string_view n = bit_name(1u << b);
+    s += n.empty() ? "bit " + std::to_string(b) : std::string(n);
+  }
+  return s;
+}
+}  // namespace
+
+std::string QpModifyVerdict::text(QpState from, QpState to, QpType type) const {
+  std::string s = "modify_qp " + std::string(to_string(from)) + "->" + std::string(to_string(to)) + " on " +
+                  std::string(to_string(type)) + ": ";
+  if (ok) return s + "allowed";
+  if (!valid_transition) return s + "no such transition (IBTA 10.3.1)";
+  std::string why;
+  auto add = [&](const std::string& part) { why += (why.empty() ? "" : "; ") + part; };
+  if (missing) add("missing " + bit_list(missing));
+  if (not_allowed) add("not allowed " + bit_list(not_allowed));
+  if (cur_state_refused) add("CUR_STATE only from RTR, RTS, SQD or SQE");
+  return s + why;
+}
+
+std::string_view qp_attr_purpose(uint32_t bit) {
+  switch (bit) {
+    case kState: return "the state to move to";
+    case kCurState: return "the state the caller believes the QP is in (a check, from RTR/RTS/SQD/SQE only)";
+    case kEnSqdAsyncNotify: return "raise SQ_DRAINED when the send queue has drained (entering SQD)";
+    case kAccessFlags: return "what remote peers may do here: REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC";
+    case kPkeyIndex: return "which P_Key (partition) of the port the QP belongs to";
+    case kPort: return "the port the QP sends and receives on";
+    case kQkey: return "the Q_Key a UD QP accepts (and sends when the WR names none)";
+    case kAv: return "the peer's address (GID, hop limit, traffic class): where packets go";
+    case kPathMtu: return "the largest payload per packet on the path: how messages are segmented";
+    case kTimeout: return "how long the requester waits for an ACK before retransmitting (4.096 us x 2^timeout)";
+    case kRetryCnt: return "how many times the requester retransmits after timeouts before RETRY_EXC_ERR";
+    case kRnrRetry: return "how many RNR NAKs the requester accepts before RNR_RETRY_EXC_ERR (7: forever)";
+    case kRqPsn: return "the first PSN the responder expects: where the receive side starts";
+    case kMaxQpRdAtomic: return "READs/atomics this QP may have outstanding as requester";
+    case kAltPath: return "an alternate path for automatic path migration";
+    case kMinRnrTimer: return "how long a peer must wait after this responder's RNR NAK";
+    case kSqPsn: return "the first PSN the requester sends: where the send side starts";
+    case kMaxDestRdAtomic: return "READs/atomics this QP accepts in flight as responder (its resources)";
+    case kPathMigState: return "the path migration state (MIGRATED, REARM, ARMED)";
+    case kCap: return "queue sizes (not modifiable on this device)";
+    case kDestQpn: return "the peer QP's number: which QP receives what this one sends";
+    case kRateLimit: return "a packet pacing rate";
+    default: return "";
+  }
 }
 
 std::error_code Qp::modify(const QpAttr& a, uint32_t mask) {
   auto& qp = *static_cast<QpImpl*>(this);
   Engine& e = *qp.eng;
   std::lock_guard lk(e.mu);
-  // Check everything ...
-  if ((mask & kCurState) && a.cur_qp_state != qp.state_) return errc(EINVAL);
+  // Check everything (a refusal records why: Qp::last_refusal) ...
   const QpState cur = qp.state_;
+  if ((mask & kCurState) && a.cur_qp_state != cur) {
+    qp.refusal = "modify_qp: CUR_STATE says " + std::string(to_string(a.cur_qp_state)) + ", the QP is in " +
+                 std::string(to_string(cur));
+    return errc(EINVAL);
+  }
   const QpState next = (mask & kState) ? a.qp_state : cur;
-  if (!qp_modify_is_ok(cur, next, qp.type_, mask)) return errc(EINVAL);
-  if (auto ec = check_values(qp, a, mask)) return ec;
+  if (static_cast<int>(next) >= kNumQpStates) {
+    qp.refusal = "modify_qp: no such state " + std::to_string(static_cast<int>(next));
+    return errc(EINVAL);
+  }
+  const QpModifyVerdict v = check_qp_modify(cur, next, qp.type_, mask);
+  if (!v.ok) {
+    qp.refusal = v.text(cur, next, qp.type_);
+    return errc(EINVAL);
+  }
+  if (const char* why = check_values(qp, a, mask)) {
+    qp.refusal = "modify_qp " + std::string(to_string(cur)) + "->" + std::string(to_string(next)) + " on " +
+                 std::string(to_string(qp.type_)) + ": " + why;
+    return errc(EINVAL);
+  }
 
   // ... then apply everything.
   QpAttr& s = qp.attr;

@@ -41,6 +41,7 @@ struct ShimConfig {
   std::string pcap_path;
   std::string events_path;
   bool debug = false;
+  bool explain = false;  // a refused verb prints the engine's reason on stderr (errno unchanged)
 };
 
 // Parses the ROCELAB_* variables as `lookup` returns them (nullptr: unset).

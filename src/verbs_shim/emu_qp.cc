@@ -3,6 +3,8 @@
 #include <pthread.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <new>
 
 #include "verbs_shim/convert.h"
@@ -148,8 +150,13 @@ ibv_qp_ex* qp_to_qp_ex(ibv_qp* qp) noexcept { return &shim(qp)->qpx; }
 
 int modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) noexcept {
   ShimQp* q = shim(qp);
-  if (std::error_code ec = q->e->modify(from_ibv(*attr), static_cast<uint32_t>(mask)))
+  if (std::error_code ec = q->e->modify(from_ibv(*attr), static_cast<uint32_t>(mask))) {
+    // rocelab run --explain: say why, on stderr; the program still gets the errno.
+    if (DeviceTable::get().config().explain)
+      std::fprintf(stderr, "rocelab: ibv_modify_qp(QP 0x%06x) = %s: %s\n", qp->qp_num,
+                   std::strerror(ec.value()), q->e->last_refusal().c_str());
     return ec.value();
+  }
   qp->state = static_cast<ibv_qp_state>(q->e->state());
   return 0;
 }

@@ -235,5 +235,49 @@ TEST_P(QpStateModify, QueryReturnsEveryAttributeSet) {
 INSTANTIATE_TEST_SUITE_P(Types, QpStateModify, ::testing::Values(QpType::kRC, QpType::kUC, QpType::kUD),
                          [](const auto& p) { return std::string(to_string(p.param)); });
 
+// A refused modify records why, in words a student can act on; the errno stays EINVAL.
+TEST(QpStateExplain, RefusalsSayWhy) {
+  Env env(Net::kSim);
+  auto dev = env.make_device(1);
+  Pd* pd = *dev->alloc_pd();
+  Cq* cq = *dev->create_cq(8, nullptr, 0);
+  QpInitAttr ia;
+  ia.send_cq = ia.recv_cq = cq;
+  ia.qp_type = QpType::kRC;
+  ia.cap = {4, 4, 1, 1, 0};
+  Qp* qp = *dev->create_qp(pd, ia);
+  EXPECT_EQ(qp->last_refusal(), "");
+  QpAttr a = good_attr(QpState::kReset, QpState::kRts, wire::IpAddr::v4(10, 0, 0, 2).gid());
+  EXPECT_EQ(qp->modify(a, qp_attr::kState), std::errc::invalid_argument);
+  EXPECT_EQ(qp->last_refusal(), "modify_qp RESET->RTS on RC: no such transition (IBTA 10.3.1)");
+  a.qp_state = QpState::kInit;
+  EXPECT_EQ(qp->modify(a, qp_attr::kState | qp_attr::kPort | qp_attr::kQkey), std::errc::invalid_argument);
+  EXPECT_EQ(qp->last_refusal(), "modify_qp RESET->INIT on RC: missing ACCESS_FLAGS, PKEY_INDEX; not allowed QKEY");
+  a.port_num = 1;
+  ASSERT_FALSE(qp->modify(a, qp_attr::kState | qp_attr::kPort | qp_attr::kPkeyIndex | qp_attr::kAccessFlags));
+  a.qp_state = QpState::kRtr;
+  EXPECT_EQ(qp->modify(a, qp_attr::kState | qp_attr::kAv | qp_attr::kPathMtu), std::errc::invalid_argument);
+  EXPECT_EQ(qp->last_refusal(),
+            "modify_qp INIT->RTR on RC: missing RQ_PSN, MIN_RNR_TIMER, MAX_DEST_RD_ATOMIC, DEST_QPN");
+  a.timeout = 40;
+  EXPECT_EQ(qp->modify(a, qp_attr::kTimeout), std::errc::invalid_argument);  // INIT->INIT: TIMEOUT not allowed
+  EXPECT_EQ(qp->last_refusal(), "modify_qp INIT->INIT on RC: not allowed TIMEOUT");
+  a.path_mtu = static_cast<Mtu>(9);
+  EXPECT_EQ(qp->modify(a, qp_attr::kState | qp_attr::kAv | qp_attr::kPathMtu | qp_attr::kDestQpn |
+                              qp_attr::kRqPsn | qp_attr::kMaxDestRdAtomic | qp_attr::kMinRnrTimer),
+            std::errc::invalid_argument);
+  EXPECT_EQ(qp->last_refusal(), "modify_qp INIT->RTR on RC: PATH_MTU is not an MTU this port supports (256..4096)");
+  a.cur_qp_state = QpState::kRts;
+  EXPECT_EQ(qp->modify(a, qp_attr::kCurState), std::errc::invalid_argument);
+  EXPECT_EQ(qp->last_refusal(), "modify_qp: CUR_STATE says RTS, the QP is in INIT");
+  EXPECT_EQ(qp->state(), QpState::kInit);  // nothing changed by any of them
+  // The verdict itself, as `rocelab fsm check` shows it.
+  const QpModifyVerdict v = check_qp_modify(QpState::kRtr, QpState::kRts, QpType::kUD, qp_attr::kState);
+  EXPECT_FALSE(v.ok);
+  EXPECT_EQ(v.missing, qp_attr::kSqPsn);
+  EXPECT_NE(qp_attr_purpose(qp_attr::kSqPsn), "");
+  ASSERT_FALSE(dev->destroy_qp(qp));
+}
+
 }  // namespace
 }  // namespace rocelab::emu::test
