@@ -120,6 +120,7 @@ size_t Device::Engine::progress_locked() {
   for (QpImpl* qp : ack_list) resp_flush_ack(*qp);
   ack_list.clear();
   tx_flush();
+  if (n > 0) records_flush();  // what was received (tx_flush did the sent)
   std::array<wire::IpAddr, 4> gone;
   while (const size_t k = transport->take_unreachable(gone))
     for (size_t i = 0; i < k; ++i) gone_peers.add(gone[i]);

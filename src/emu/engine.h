@@ -82,6 +82,7 @@ class Device::Engine {
   void tx_commit(QpImpl& qp, const wire::IpUdpInfo& ip, std::byte* frame, wire::RoceHeaders& h, size_t hdr_len,
                  uint32_t len);
   void tx_flush();
+  void records_flush();  // taps and event sinks: the batch is complete (records.h)
 
   // Records.
   bool logging() const { return cfg.events != nullptr; }

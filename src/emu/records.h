@@ -56,6 +56,9 @@ class PacketTap {
  public:
   virtual ~PacketTap() = default;
   virtual void on_packet(Direction dir, Nanos time, const Datagram& d) = 0;
+  // The engine finished a batch (a progress round, a send): what was recorded
+  // should reach its file now, so that a process killed after it loses nothing.
+  virtual void on_batch_end() {}
 };
 
 enum class EventKind : uint8_t {
@@ -86,6 +89,7 @@ class EventSink {
  public:
   virtual ~EventSink() = default;
   virtual void on_event(const EngineEvent& e) = 0;
+  virtual void on_batch_end() {}  // as PacketTap::on_batch_end
 };
 
 }  // namespace rocelab::emu

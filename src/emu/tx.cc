@@ -49,6 +49,12 @@ void Device::Engine::tx_flush() {
   if (tx.n == 0) return;
   transport->send(std::span<const Datagram>(tx.batch.data(), tx.n));
   tx.n = 0;
+  records_flush();
+}
+
+void Device::Engine::records_flush() {
+  if (cfg.tap) cfg.tap->on_batch_end();
+  if (cfg.events) cfg.events->on_batch_end();
 }
 
 }  // namespace rocelab::emu

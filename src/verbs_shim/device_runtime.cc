@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "emu/transport/link_mtu.h"
+#include "verbs_shim/record_signals.h"
 #include "verbs_shim/transport_factory.h"
 
 namespace rocelab::verbs_shim {
@@ -34,6 +35,7 @@ wire::Result<emu::Device*> DeviceRuntime::acquire(const DeviceConfig& dev,
     return engine_.get();
   }
   if (std::error_code ec = ensure_transport(dev, cfg)) return ec;
+  if (!cfg.pcap_path.empty() || !cfg.events_path.empty()) guard_records_against_signals();
   if (!taps_) {
     auto wall = std::chrono::duration_cast<emu::Nanos>(
         std::chrono::system_clock::now().time_since_epoch());

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "wire/frame.h"
+#include "wire/write_barrier.h"
 
 namespace rocelab::wire {
 
@@ -20,6 +21,22 @@ struct PcapWriter::State {
   Options opt;
   uint64_t packets = 0;
   std::vector<std::byte> frame;  // write_roce()'s scratch frame, sized once at open()
+  // The FILE's buffer, ours: stdio writes it out only when we flush, and we
+  // flush before a record that would not fit, so every write() the file sees
+  // ends on a record boundary — a process killed at any moment (SIGKILL
+  // included) leaves a capture that reads to its last whole packet.
+  static constexpr size_t kBufSize = 1 << 20;
+  std::unique_ptr<char[]> buf;
+  size_t pending = 0;  // bytes in buf not yet written
+
+  bool flush_locked() {
+    if (pending == 0) return true;
+    if (!write_begin()) return true;  // the process is dying of a signal: leave the file whole
+    pending = 0;
+    const bool ok = pcap_dump_flush(dumper) == 0;
+    write_end();
+    return ok;
+  }
 
   ~State() {
     if (dumper != nullptr) pcap_dump_close(dumper);
@@ -35,6 +52,9 @@ struct PcapWriter::State {
     h.ts.tv_usec = static_cast<suseconds_t>(opt.nanosecond ? sub : sub / 1000);
     h.len = static_cast<bpf_u_int32>(len);
     h.caplen = static_cast<bpf_u_int32>(std::min<size_t>(len, opt.snaplen));
+    const size_t record = 16 + h.caplen;  // the pcap record header, then the bytes
+    if (pending + record > kBufSize - 4096) flush_locked();  // margin: never let stdio fill it
+    pending += record;
     pcap_dump(reinterpret_cast<u_char*>(dumper), &h, reinterpret_cast<const u_char*>(data));
     ++packets;
   }
@@ -59,6 +79,8 @@ Result<PcapWriter> PcapWriter::open(const std::string& path, Options opt, std::s
     if (detail != nullptr) *detail = std::strerror(err);
     return std::error_code(err, std::generic_category());
   }
+  s->buf = std::make_unique<char[]>(State::kBufSize);
+  std::setvbuf(f, s->buf.get(), _IOFBF, State::kBufSize);
   s->dumper = pcap_dump_fopen(s->dead, f);
   if (s->dumper == nullptr) {
     if (detail != nullptr) *detail = pcap_geterr(s->dead);
@@ -66,6 +88,8 @@ Result<PcapWriter> PcapWriter::open(const std::string& path, Options opt, std::s
     return WireErrc::kPcapIo;
   }
   s->frame.resize(kMaxFrameLen);
+  // The file header, on disk at once: an empty capture is still a valid one.
+  if (pcap_dump_flush(s->dumper) != 0) return WireErrc::kPcapIo;
   return PcapWriter(std::move(s));
 }
 
@@ -104,7 +128,7 @@ std::error_code PcapWriter::write_roce(std::chrono::nanoseconds ts, const IpUdpI
 std::error_code PcapWriter::flush() {
   if (!s_) return WireErrc::kClosed;
   std::lock_guard lock(s_->mu);
-  if (pcap_dump_flush(s_->dumper) != 0) return WireErrc::kPcapIo;
+  if (!s_->flush_locked()) return WireErrc::kPcapIo;
   return {};
 }
 
@@ -112,6 +136,7 @@ std::error_code PcapWriter::close() {
   if (!s_) return WireErrc::kClosed;
   std::error_code ec;
   if (pcap_dump_flush(s_->dumper) != 0) ec = WireErrc::kPcapIo;
+  s_->pending = 0;
   s_.reset();
   return ec;
 }

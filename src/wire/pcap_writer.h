@@ -57,7 +57,10 @@ class PcapWriter {
   std::error_code write_roce(std::chrono::nanoseconds ts, const IpUdpInfo& ip,
                              std::span<const std::byte> udp_payload);
 
-  // Pushes buffered packets to the file (pcap_dump_flush). Errors: kPcapIo, kClosed.
+  // Pushes buffered packets to the file (pcap_dump_flush; nothing to do when
+  // none are buffered). Between flushes the writer never lets a partial record
+  // reach the file: a process killed at any moment leaves a capture that
+  // decodes to its last whole packet. Errors: kPcapIo, kClosed.
   std::error_code flush();
   // Flushes and closes; later writes return kClosed. Errors: kPcapIo on a failed flush.
   std::error_code close();

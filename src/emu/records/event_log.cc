@@ -1,11 +1,20 @@
 #include "emu/records/event_log.h"
 
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/util/delimited_message_util.h>
+#include <google/protobuf/util/json_util.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
 
 #include <cerrno>
 
 #include "proto/events.pb.h"
 #include "wire/opcode_table.h"
+#include "wire/write_barrier.h"
 
 namespace rocelab::emu {
 
@@ -13,6 +22,7 @@ class EventLog::Sink final : public EventSink {
  public:
   Sink(EventLog* log, std::string device) : log_(log), device_(std::move(device)) {}
   void on_event(const EngineEvent& e) override { log_->write(device_, e); }
+  void on_batch_end() override { (void)log_->flush(); }
 
  private:
   EventLog* log_;
@@ -40,6 +50,11 @@ events::Event::Kind kind_of(EventKind k) {
 
 wire::Result<std::unique_ptr<EventLog>> EventLog::open(const std::string& path) {
   std::unique_ptr<EventLog> log(new EventLog());
+  // Our buffer (set before open, as filebuf requires): it reaches the file only
+  // when we flush, and we flush before a message that would not fit, so the
+  // file never ends inside a message (see write()).
+  log->buf_ = std::make_unique<char[]>(kBufSize);
+  log->out_.rdbuf()->pubsetbuf(log->buf_.get(), kBufSize);
   log->out_.open(path, std::ios::binary | std::ios::trunc);
   if (!log->out_) return std::error_code(errno ? errno : EIO, std::generic_category());
   return log;
@@ -60,7 +75,11 @@ uint64_t EventLog::events() const {
 
 std::error_code EventLog::flush() {
   std::lock_guard lk(mu_);
+  if (pending_ == 0) return out_ ? std::error_code{} : std::error_code(EIO, std::generic_category());
+  if (!wire::write_begin()) return {};  // the process is dying of a signal: leave the file whole
+  pending_ = 0;
   out_.flush();
+  wire::write_end();
   return out_ ? std::error_code{} : std::error_code(EIO, std::generic_category());
 }
 
@@ -107,9 +126,92 @@ void EventLog::write(const std::string& device, const EngineEvent& e) {
       m.set_async_event(std::string(to_string(e.async)));
       break;
   }
+  const size_t size = m.ByteSizeLong() + 5;  // the message and its varint length (at most 5 bytes)
   std::lock_guard lk(mu_);
+  if (pending_ + size > kBufSize - 4096) {  // margin: never let the filebuf fill it
+    if (!wire::write_begin()) return;
+    out_.flush();
+    wire::write_end();
+    pending_ = 0;
+  }
+  pending_ += size;
   google::protobuf::util::SerializeDelimitedToOstream(m, &out_);
   ++count_;
+}
+
+namespace {
+
+std::string format_text(const events::Event& m) {
+  char head[96];
+  std::snprintf(head, sizeof head, "%" PRIu64 ".%09" PRIu64 " %s %s qp 0x%06x", m.time_ns() / 1'000'000'000,
+                m.time_ns() % 1'000'000'000, m.device().c_str(), events::Event::Kind_Name(m.kind()).c_str(),
+                m.qpn());
+  std::string s = head;
+  char more[160];
+  switch (static_cast<int>(m.kind())) {  // an int: the generated enum has sentinels
+    case events::Event::WR_POSTED:
+      std::snprintf(more, sizeof more, " wr_id %" PRIu64 " %s len %u", m.wr_id(), m.wr_opcode().c_str(), m.length());
+      break;
+    case events::Event::RECV_POSTED:
+      std::snprintf(more, sizeof more, " wr_id %" PRIu64, m.wr_id());
+      break;
+    case events::Event::PACKET_SENT:
+    case events::Event::PACKET_RECEIVED:
+    case events::Event::PACKET_DROPPED:
+      std::snprintf(more, sizeof more, " %s -> qp 0x%06x psn %u len %u%s%s", m.opcode_name().c_str(), m.dest_qpn(),
+                    m.psn(), m.length(), m.reason().empty() ? "" : ": ", m.reason().c_str());
+      break;
+    case events::Event::TIMER:
+      std::snprintf(more, sizeof more, " %s psn %u", m.reason().c_str(), m.psn());
+      break;
+    case events::Event::COMPLETION:
+      std::snprintf(more, sizeof more, " wr_id %" PRIu64 " %s %s len %u", m.wr_id(), m.wc_opcode().c_str(),
+                    m.status().c_str(), m.length());
+      break;
+    case events::Event::QP_STATE_CHANGE:
+      std::snprintf(more, sizeof more, " %s -> %s", m.from_state().c_str(), m.to_state().c_str());
+      break;
+    case events::Event::ASYNC_EVENT:
+      std::snprintf(more, sizeof more, " %s", m.async_event().c_str());
+      break;
+    default:
+      more[0] = '\0';
+      break;
+  }
+  return s + more;
+}
+
+}  // namespace
+
+std::error_code read_event_log(const std::string& path, bool json,
+                               const std::function<void(const EventLine&)>& on_event, uint64_t* events_read) {
+  *events_read = 0;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::error_code(errno, std::generic_category());
+  google::protobuf::io::FileInputStream in(fd);
+  in.SetCloseOnDelete(true);
+  events::Event m;
+  google::protobuf::util::JsonPrintOptions jopt;
+  jopt.always_print_primitive_fields = false;
+  jopt.preserve_proto_field_names = true;
+  EventLine line;
+  for (;;) {
+    bool clean_eof = false;
+    if (!google::protobuf::util::ParseDelimitedFromZeroCopyStream(&m, &in, &clean_eof)) {
+      if (clean_eof) return {};
+      return std::make_error_code(std::errc::illegal_byte_sequence);  // cut inside a message, or garbage
+    }
+    line.time_ns = m.time_ns();
+    if (json) {
+      line.text.clear();
+      if (!google::protobuf::util::MessageToJsonString(m, &line.text, jopt).ok())
+        return std::make_error_code(std::errc::illegal_byte_sequence);
+    } else {
+      line.text = format_text(m);
+    }
+    ++*events_read;
+    on_event(line);
+  }
 }
 
 }  // namespace rocelab::emu

@@ -7,4 +7,8 @@ void PcapTap::on_packet(Direction dir, Nanos time, const Datagram& d) {
   if (writer_.write_roce(time + offset_, d.ip, d.payload)) ++errors_;
 }
 
+void PcapTap::on_batch_end() {
+  if (writer_.flush()) ++errors_;
+}
+
 }  // namespace rocelab::emu

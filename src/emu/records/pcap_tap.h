@@ -16,6 +16,7 @@ class PcapTap final : public PacketTap {
   PcapTap(wire::PcapWriter& writer, Dirs dirs, Nanos offset = Nanos(0))
       : writer_(writer), dirs_(dirs), offset_(offset) {}
   void on_packet(Direction dir, Nanos time, const Datagram& d) override;
+  void on_batch_end() override;
   uint64_t errors() const { return errors_; }
 
  private:

@@ -1,0 +1,60 @@
+#include "verbs_shim/record_signals.h"
+
+#include <signal.h>
+
+#include <atomic>
+#include <mutex>
+
+#include "wire/write_barrier.h"
+
+namespace rocelab::verbs_shim {
+namespace {
+
+constexpr int kSignals[] = {SIGTERM, SIGINT, SIGHUP};
+struct sigaction g_previous[NSIG];
+
+void on_signal(int sig, siginfo_t* info, void* ucontext) {
+  const struct sigaction& prev = g_previous[sig];
+  if (prev.sa_flags & SA_SIGINFO) {
+    if (prev.sa_sigaction != nullptr) prev.sa_sigaction(sig, info, ucontext);
+    return;
+  }
+  if (prev.sa_handler == SIG_IGN) return;
+  if (prev.sa_handler != SIG_DFL) {
+    prev.sa_handler(sig);
+    return;
+  }
+  // The default action ends the process: let a record write under way finish
+  // first, then die of the same signal (exit status as without the shim).
+  wire::quiesce_writes(200);
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(sig, &dfl, nullptr);
+  sigset_t unblock;
+  sigemptyset(&unblock);
+  sigaddset(&unblock, sig);
+  pthread_sigmask(SIG_UNBLOCK, &unblock, nullptr);
+  raise(sig);
+}
+
+}  // namespace
+
+void guard_records_against_signals() noexcept {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (int sig : kSignals) {
+      struct sigaction prev {};
+      if (sigaction(sig, nullptr, &prev) != 0) continue;
+      if (!(prev.sa_flags & SA_SIGINFO) && prev.sa_handler == SIG_IGN) continue;  // stays ignored
+      g_previous[sig] = prev;
+      struct sigaction ours {};
+      ours.sa_sigaction = on_signal;
+      ours.sa_flags = SA_SIGINFO | SA_RESTART;
+      sigemptyset(&ours.sa_mask);
+      sigaction(sig, &ours, nullptr);
+    }
+  });
+}
+
+}  // namespace rocelab::verbs_shim
