@@ -43,6 +43,7 @@ struct Options {
   std::string pcap, events;
   bool counters = false;
   int retry_cnt = 7;
+  bool retry_forever = false;
   int timeout = 14;
   FaultConfig faults;
 };
@@ -130,6 +131,7 @@ class Loopback {
     cfg.name = name;
     mtu_from_bytes(o_.mtu, &cfg.active_mtu);
     cfg.helper_thread = !sim();
+    cfg.retry_forever = o_.retry_forever;
     s.dev = must(Device::create(make_transport(host), cfg), "device");
     if (pcap_) {
       const Nanos offset = sim() ? Nanos(0)
@@ -488,7 +490,8 @@ void register_loopback(CLI::App& app) {
   c->add_option("--pcap", o->pcap, "write every packet to this pcap file");
   c->add_option("--events", o->events, "write the engine event log (length-delimited Protobuf) here");
   c->add_flag("--counters", o->counters, "print the devices' counters");
-  c->add_option("--retry-cnt", o->retry_cnt, "RC retry_cnt (0-7): retries in a row without progress before RETRY_EXC_ERR; 7 (default) retries forever, as rxe, unless the peer is gone (ICMP unreachable)")->check(CLI::Range(0, 7));
+  c->add_option("--retry-cnt", o->retry_cnt, "RC retry_cnt (0-7): retries in a row without progress before RETRY_EXC_ERR (default 7)")->check(CLI::Range(0, 7));
+  c->add_flag("--retry-forever", o->retry_forever, "read retry_cnt 7 as Soft-RoCE does: retry forever (unless the peer is gone)");
   c->add_option("--timeout", o->timeout, "RC local ACK timeout exponent (0-31; 0 = infinite)")->check(CLI::Range(0, 31));
   add_fault_options(*c, o->faults);
   c->callback([o] { exit_code() = Loopback(*o).run(); });

@@ -30,6 +30,7 @@ struct RunOptions {
   std::string events;
   emu::FaultConfig faults;
   bool explain = false;
+  bool retry_forever = false;
   std::vector<std::string> command;
 };
 
@@ -56,6 +57,7 @@ int run(RunOptions& o) {
   if (!o.pcap.empty()) set("ROCELAB_PCAP", std::filesystem::absolute(o.pcap).string());
   if (!o.events.empty()) set("ROCELAB_EVENTS", std::filesystem::absolute(o.events).string());
   if (o.explain) set("ROCELAB_EXPLAIN", "1");
+  if (o.retry_forever) set("ROCELAB_RETRY_FOREVER", "1");
 
   // Fault flags given on this command line replace any ROCELAB_* fault
   // variables already in the environment; without flags those pass through.
@@ -106,6 +108,8 @@ void register_run(CLI::App& app) {
   cmd->add_option("--events", o->events, "write the engine's event log to this file");
   cmd->add_flag("--explain", o->explain,
                 "when a verb is refused (ibv_modify_qp), print the engine's reason on stderr; errno is unchanged");
+  cmd->add_flag("--retry-forever", o->retry_forever,
+                "read retry_cnt 7 as Soft-RoCE does: retry forever (unless the peer is gone); default: seven retries");
   add_fault_options(*cmd, o->faults);
   cmd->add_option("command", o->command, "the program and its arguments")->required();
   cmd->prefix_command();

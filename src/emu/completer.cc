@@ -140,13 +140,14 @@ CompState comp_wqe(QpImpl& qp, Scratch& s) {
   return CompState::kDone;
 }
 
-// retry_cnt 7 retries forever, as rxe does (rxe_comp.c COMPST_ERROR_RETRY) —
-// unless the network has told us the peer is gone (ICMP unreachable: its
-// process has exited). Then 7 means seven, as on a NIC, and a vanished peer
-// ends in RETRY_EXC_ERR after timeout x 8 (docs/rc-reliability.md).
+// retry_cnt N: N retries in a row without progress, then RETRY_EXC_ERR — 7
+// included, as the IBTA and NICs have it. A device made with retry_forever
+// reads 7 as rxe does (rxe_comp.c COMPST_ERROR_RETRY: forever), unless the
+// network has told us the peer is gone (ICMP unreachable: its process has
+// exited): then 7 means seven again (docs/rc-reliability.md).
 bool retries_exhausted(const QpImpl& qp) {
   if (qp.comp.retry_left != 0) return false;
-  return qp.attr.retry_cnt != 7 || qp.eng->gone_peers.contains(qp.dst);
+  return qp.attr.retry_cnt != 7 || !qp.eng->cfg.retry_forever || qp.eng->gone_peers.contains(qp.dst);
 }
 
 // Go-back-N from comp.psn, while retries last. retry_left is reset by every

@@ -24,6 +24,11 @@ struct DeviceConfig {
   // and receive processing while nobody polls. Off for the simulated fabric:
   // there the caller drives all progress (Device::progress / Transport::wait).
   bool helper_thread = true;
+  // retry_cnt 7: seven retries, then RETRY_EXC_ERR, as the IBTA and real NICs
+  // have it (default); or retry forever, as Soft-RoCE (rxe) does — for labs
+  // and runs that must survive heavy injected loss. Either way a peer the
+  // network reports gone (ICMP unreachable) ends in RETRY_EXC_ERR.
+  bool retry_forever = false;
   PacketTap* tap = nullptr;     // not owned; may be set later with set_tap
   EventSink* events = nullptr;  // not owned; may be set later with set_event_sink
 };

@@ -94,6 +94,7 @@ std::optional<ShimConfig> parse_config(EnvLookup lookup, std::string& error) {
   if ((v = lookup("ROCELAB_EVENTS")) != nullptr) cfg.events_path = v;
   if ((v = lookup("ROCELAB_SHIM_DEBUG")) != nullptr) cfg.debug = std::string_view(v) == "1";
   if ((v = lookup("ROCELAB_EXPLAIN")) != nullptr) cfg.explain = std::string_view(v) == "1";
+  if ((v = lookup("ROCELAB_RETRY_FOREVER")) != nullptr) cfg.retry_forever = std::string_view(v) == "1";
   return cfg;
 }
 

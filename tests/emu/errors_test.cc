@@ -230,12 +230,32 @@ TEST_F(ErrorsTest, UnresponsivePeerIsRetryExceeded) {
   EXPECT_EQ(c.sent_pkts, 4u);  // the original and three retries
 }
 
-// retry_cnt 7 retries forever, as rxe does (IBTA gives 7 no special meaning
-// for retry_cnt; the engine follows rxe): an unresponsive peer never ends the WQE.
-TEST_F(ErrorsTest, RetryCnt7RetriesForever) {
+// retry_cnt 7 is seven retries, as the IBTA and NICs have it: the eighth
+// timeout ends the WQE with RETRY_EXC_ERR.
+TEST_F(ErrorsTest, RetryCnt7IsSevenRetries) {
   ConnectOptions o;
   o.timeout = 8;
   o.retry_cnt = 7;
+  connect(o);
+  QpAttr a;
+  a.qp_state = QpState::kErr;  // b drops everything now
+  ASSERT_FALSE(b_.qp->modify(a, qp_attr::kState));
+  Sge s{a_.addr(), 10, a_.mr->lkey()};
+  ASSERT_FALSE(post_send(a_.qp, make_wr(WrOpcode::kSend, &s, 1, 1)));
+  EXPECT_EQ(one(a_.scq).status, WcStatus::kRetryExcErr);
+  const Counters c = a_.qp->counters();
+  EXPECT_EQ(c.completer_retry_err, 7u);
+  EXPECT_EQ(c.retry_exceeded_err, 1u);
+  EXPECT_EQ(c.sent_pkts, 8u);  // the original and seven retries
+}
+
+// On a device that reads 7 as Soft-RoCE does (rocelab run --retry-forever),
+// an unresponsive peer never ends the WQE.
+TEST_F(ErrorsTest, RetryCnt7RetriesForeverOnARetryForeverDevice) {
+  ConnectOptions o;
+  o.timeout = 8;
+  o.retry_cnt = 7;
+  env_.set_retry_forever(true);
   connect(o);
   QpAttr a;
   a.qp_state = QpState::kErr;  // b drops everything now

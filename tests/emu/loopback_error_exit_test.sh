@@ -42,9 +42,10 @@ for net in sim udp; do
   expect 1 "stopped at the first failed operation \(RETRY_EXC_ERR\): 39 operations not run" -- \
     --transport "$net" --qp-type rc --op all --count 10 --loss 1 --retry-cnt 2 --timeout 8
   # The SENDs succeed, the first WRITE breaks the connection; READ and ATOMIC are not run.
+  # (Timeout 67 ms: with 1 ms a busy machine delays ACKs past two timeouts, and a SEND fails.)
   expect 1 "WRITE: status RETRY_EXC_ERR" "^operations 10, bytes 40960, errors 1," \
     "stopped at the first failed operation \(RETRY_EXC_ERR\): 29 operations not run" -- \
-    --transport "$net" --qp-type rc --op all --count 10 --retry-cnt 1 --timeout 8 \
+    --transport "$net" --qp-type rc --op all --count 10 --retry-cnt 1 --timeout 14 \
     --drop-schedule 'drop:class=write'
   expect 0 "UC does not retransmit: delivered 0, lost 20" -- \
     --transport "$net" --qp-type uc --op all --size 1024 --count 10 --loss 1

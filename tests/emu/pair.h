@@ -40,6 +40,9 @@ class Env {
     if (net == Net::kSim) fabric_ = std::make_unique<SimFabric>();
   }
 
+  // Devices made after this read retry_cnt 7 as rxe does: retry forever.
+  void set_retry_forever(bool on) { retry_forever_ = on; }
+
   std::unique_ptr<Device> make_device(uint8_t host) {
     std::unique_ptr<Transport> t;
     if (net_ == Net::kSim) {
@@ -68,6 +71,7 @@ class Env {
     DeviceConfig cfg;
     cfg.active_mtu = mtu_;
     cfg.helper_thread = net_ == Net::kUdp;
+    cfg.retry_forever = retry_forever_;
     auto d = Device::create(std::move(t), cfg);
     return d ? std::move(*d) : nullptr;
   }
@@ -156,6 +160,7 @@ class Env {
  private:
   Net net_;
   Mtu mtu_;
+  bool retry_forever_ = false;
   std::string faults_;
   std::optional<FaultConfig> fault_cfg_;
   std::unique_ptr<SimFabric> fabric_;

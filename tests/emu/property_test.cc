@@ -98,6 +98,7 @@ class Run {
 
   bool set_up(std::array<PacketTap*, 2> taps) {
     env_ = std::make_unique<Env>(net_, sc_.mtu);
+    env_->set_retry_forever(true);  // up to 30 % loss: retry_cnt 7 as rxe reads it
     for (int d = 0; d < 2; ++d) {
       Side& s = side_[d];
       env_->set_fault_config(sc_.faults[d]);
@@ -114,7 +115,7 @@ class Run {
     o.psn_a = sc_.psn[0];
     o.psn_b = sc_.psn[1];
     o.timeout = sc_.timeout;
-    o.retry_cnt = 7;  // forever, as rxe
+    o.retry_cnt = 7;  // forever on these devices (set_retry_forever), as rxe
     o.rnr_retry = 7;
     o.min_rnr_timer = sc_.min_rnr_timer;
     o.max_rd_atomic = sc_.max_rd_atomic;

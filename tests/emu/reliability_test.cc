@@ -17,6 +17,7 @@ class Reliability : public ::testing::Test {
   void connect(const std::string& faults_a, const std::string& faults_b, Mtu mtu = Mtu::k1024,
                uint8_t retry_cnt = 7, uint8_t rnr_retry = 7) {
     env_ = std::make_unique<Env>(Net::kSim, mtu);
+    env_->set_retry_forever(true);  // retry_cnt 7 as rxe: these schedules test recovery, not giving up
     env_->set_faults(faults_a);
     a_ = env_->make_node(1, QpType::kRC, kLen, kAll);
     env_->set_faults(faults_b);

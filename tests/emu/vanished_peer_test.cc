@@ -97,8 +97,9 @@ INSTANTIATE_TEST_SUITE_P(RetryCnt, VanishedPeer, ::testing::Values(0, 3, 7));
 // virtual time is lost, so nothing says the peer is gone.
 class SilentPeer : public ::testing::Test {
  protected:
-  void start(uint8_t retry_cnt) {
+  void start(uint8_t retry_cnt, bool forever = false) {
     env_ = std::make_unique<Env>(Net::kSim);
+    env_->set_retry_forever(forever);
     env_->set_faults("drop:from=0ms:for=200ms");
     a_ = env_->make_node(1, QpType::kRC, kLen, kAll);
     env_->set_faults("");
@@ -118,15 +119,23 @@ class SilentPeer : public ::testing::Test {
   std::vector<Wc> wcs_;
 };
 
-// retry_cnt 7 retries for as long as the silence lasts — rxe's "7 = forever" —
-// and the transfer completes once packets get through again.
-TEST_F(SilentPeer, RetryCnt7KeepsRetryingWhileNothingSaysThePeerIsGone) {
-  ASSERT_NO_FATAL_FAILURE(start(7));
+// On a device that reads retry_cnt 7 as rxe does (retry_forever), 7 retries for
+// as long as the silence lasts, and the transfer completes once packets get
+// through again.
+TEST_F(SilentPeer, RetryForeverKeepsRetryingWhileNothingSaysThePeerIsGone) {
+  ASSERT_NO_FATAL_FAILURE(start(7, true));
   for (const Wc& wc : wcs_) EXPECT_EQ(wc.status, WcStatus::kSuccess) << to_string(wc.status);
   // 200 ms of silence at 4.2 ms per timeout: far more than seven retries.
   EXPECT_GT(a_.qp->counters().completer_retry_err, 40u);
   EXPECT_EQ(a_.qp->counters().retry_exceeded_err, 0u);
   EXPECT_EQ(std::memcmp(a_.buf.data(), b_.buf.data(), size_t(kWrs) * kMsg), 0);
+}
+
+// By default (the IBTA, NICs) retry_cnt 7 means seven retries: the eighth timeout ends it.
+TEST_F(SilentPeer, RetryCnt7GivesUpAfterEightTimeouts) {
+  ASSERT_NO_FATAL_FAILURE(start(7));
+  expect_retry_exc_then_flush(wcs_, 0);
+  EXPECT_EQ(a_.qp->counters().completer_retry_err, 7u);
 }
 
 // The same silence with retry_cnt 6 gives up: six retries, the seventh timeout ends it.

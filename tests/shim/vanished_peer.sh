@@ -40,7 +40,7 @@ trap cleanup EXIT
 # Addresses of their own, outside the 127.0.0.x pool that `rocelab run`
 # allocates from: a process started meanwhile by a parallel test must not
 # take over the dead server's address (its device would silently drop the
-# retransmissions — no ICMP — and retry_cnt 7 would retry forever, as on rxe).
+# retransmissions — no ICMP — and only the seven retries of retry_cnt 7 would end it).
 net=127.$((port % 250 + 1)).$((port / 250 % 250 + 1))
 server_ip=127.0.0.1 srv_prefix=() cli_prefix=() srv_opts=(--ip "$net.1") cli_opts=(--ip "$net.2")
 [ $netns = 1 ] && netns_up "$port"
