@@ -72,6 +72,7 @@ int list_devices(const DevicesOptions& o) {
   }
   std::printf("    %-16s\t%-16s\t%s\n", "device", "   node GUID", "port 1");
   std::printf("    %-16s\t%-16s\t%s\n", "------", "----------------", "------");
+  int unopened = 0;
   for (int i = 0; i < n; ++i) {
     std::string where = "(cannot open)";
     if (ibv_context* ctx = open_dev(list[i])) {
@@ -83,12 +84,14 @@ int list_devices(const DevicesOptions& o) {
                 ", MTU " + std::to_string(128 << pa.active_mtu) + ", GID[0] " + gid_text(gid);
       }
       close_dev(ctx);
+    } else {
+      ++unopened;  // the shim said why on stderr (e.g. the address is not this host's)
     }
     std::printf("    %-16s\t%016llx\t%s\n", get_name(list[i]),
                 static_cast<unsigned long long>(be64toh(get_guid(list[i]))), where.c_str());
   }
   free_list(list);
-  return 0;
+  return unopened == 0 ? 0 : 1;  // a device that cannot be opened is an error
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "emu/transport/fault_config.h"
@@ -31,6 +32,7 @@ struct RunOptions {
   emu::FaultConfig faults;
   bool explain = false;
   bool retry_forever = false;
+  bool counters = false;
   std::vector<std::string> command;
 };
 
@@ -58,6 +60,7 @@ int run(RunOptions& o) {
   if (!o.events.empty()) set("ROCELAB_EVENTS", std::filesystem::absolute(o.events).string());
   if (o.explain) set("ROCELAB_EXPLAIN", "1");
   if (o.retry_forever) set("ROCELAB_RETRY_FOREVER", "1");
+  if (o.counters) set("ROCELAB_COUNTERS", "1");
 
   // Fault flags given on this command line replace any ROCELAB_* fault
   // variables already in the environment; without flags those pass through.
@@ -68,7 +71,15 @@ int run(RunOptions& o) {
   // Refuse a bad configuration here, with its message, rather than have the
   // shim fall back to no emulated devices inside the program.
   std::string error;
-  if (!verbs_shim::config_from_env(error)) throw CLI::ValidationError("run", error);
+  if (!verbs_shim::config_from_env(error)) {
+    // Name the flag the user typed, not the variable it became.
+    for (const auto& [var, flag, given] : {std::tuple{"ROCELAB_DEVICES=", "--devices ", !o.devices.empty()},
+                                           std::tuple{"ROCELAB_IP=", "--ip ", !o.ip.empty()},
+                                           std::tuple{"ROCELAB_MTU=", "--mtu ", o.mtu != 0}}) {
+      if (given && error.rfind(var, 0) == 0) error = flag + error.substr(std::string(var).size());
+    }
+    throw CLI::ValidationError("run", error);
+  }
   (void)emu::from_env(&error);
   if (!error.empty()) throw CLI::ValidationError("run", error);
 
@@ -108,6 +119,8 @@ void register_run(CLI::App& app) {
   cmd->add_option("--events", o->events, "write the engine's event log to this file");
   cmd->add_flag("--explain", o->explain,
                 "when a verb is refused (ibv_modify_qp), print the engine's reason on stderr; errno is unchanged");
+  cmd->add_flag("--counters", o->counters,
+                "print each emulated device's counters (rxe's names) on stderr when the program closes it or exits");
   cmd->add_flag("--retry-forever", o->retry_forever,
                 "read retry_cnt 7 as Soft-RoCE does: retry forever (unless the peer is gone); default: seven retries");
   add_fault_options(*cmd, o->faults);

@@ -74,7 +74,10 @@ std::optional<ShimConfig> parse_config(EnvLookup lookup, std::string& error) {
     for (size_t i = 0; i < ips.size(); ++i) {
       auto ip = wire::IpAddr::parse(ips[i]);
       if (!ip || ip->v6) {
-        error = bad("ROCELAB_IP", v, "not an IPv4 address");
+        error = bad("ROCELAB_IP", v,
+                    ips[i].find('/') != std::string::npos
+                        ? "an address, not a prefix: give the interface's address without /length"
+                        : "not an IPv4 address");
         return std::nullopt;
       }
       cfg.devices[i].ip = *ip;
@@ -95,6 +98,7 @@ std::optional<ShimConfig> parse_config(EnvLookup lookup, std::string& error) {
   if ((v = lookup("ROCELAB_SHIM_DEBUG")) != nullptr) cfg.debug = std::string_view(v) == "1";
   if ((v = lookup("ROCELAB_EXPLAIN")) != nullptr) cfg.explain = std::string_view(v) == "1";
   if ((v = lookup("ROCELAB_RETRY_FOREVER")) != nullptr) cfg.retry_forever = std::string_view(v) == "1";
+  if ((v = lookup("ROCELAB_COUNTERS")) != nullptr) cfg.counters = std::string_view(v) == "1";
   return cfg;
 }
 

@@ -1,6 +1,11 @@
 #include "verbs_shim/device_runtime.h"
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <vector>
 
 #include "emu/transport/link_mtu.h"
 #include "verbs_shim/record_signals.h"
@@ -58,7 +63,34 @@ wire::Result<emu::Device*> DeviceRuntime::acquire(const DeviceConfig& dev,
   if (!d) return d.error();
   engine_ = std::move(*d);
   users_ = 1;
+  print_counters_ = cfg.counters;
+  if (print_counters_) {
+    // A program that exits with the device still open: print at exit too.
+    static std::once_flag once;
+    std::call_once(once, [] { std::atexit(print_live_counters); });
+    live().push_back(this);
+  }
   return engine_.get();
+}
+
+std::vector<DeviceRuntime*>& DeviceRuntime::live() {
+  static std::vector<DeviceRuntime*> v;
+  return v;
+}
+
+void DeviceRuntime::print_counters(const emu::Device& d) {
+  std::string line = "rocelab: " + d.name() + " counters:";
+  d.counters().for_each([&](std::string_view name, uint64_t v) {
+    if (v) line += " " + std::string(name) + "=" + std::to_string(v);
+  });
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+void DeviceRuntime::print_live_counters() {
+  for (DeviceRuntime* r : live()) {
+    std::lock_guard lock(r->mu_);
+    if (r->engine_) print_counters(*r->engine_);
+  }
 }
 
 void DeviceRuntime::release() noexcept {
@@ -67,6 +99,8 @@ void DeviceRuntime::release() noexcept {
   {
     std::lock_guard lock(mu_);
     if (--users_ > 0) return;
+    if (print_counters_ && engine_) print_counters(*engine_);
+    std::erase(live(), this);
     dying = std::move(engine_);
     dying_taps = std::move(taps_);
     have_address_ = false;  // a later open may bind another free address

@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <system_error>
+#include <vector>
 
 #include "emu/device.h"
 #include "emu/transport/transport.h"
@@ -33,6 +34,12 @@ class DeviceRuntime {
 
  private:
   std::error_code ensure_transport(const DeviceConfig& dev, const ShimConfig& cfg);
+  // rocelab run --counters: each device's counters on stderr when it closes,
+  // or at exit for those still open.
+  static void print_counters(const emu::Device& d);
+  static void print_live_counters();
+  static std::vector<DeviceRuntime*>& live();
+  bool print_counters_ = false;
 
   std::mutex mu_;
   int users_ = 0;
