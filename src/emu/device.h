@@ -3,6 +3,7 @@
 // verbs object created on it. See docs/architecture.md for the model.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <system_error>
@@ -29,6 +30,11 @@ struct DeviceConfig {
   // and runs that must survive heavy injected loss. Either way a peer the
   // network reports gone (ICMP unreachable) ends in RETRY_EXC_ERR.
   bool retry_forever = false;
+  // Told, in a line, about the first packets (three per reason) dropped for a
+  // reason that points at a misconfiguration — bad ICRC, unknown QP, wrong
+  // P_Key or Q_Key, wrong source for a connected QP, QP not ready — naming
+  // the peer and the likely cause. rocelab run prints them on stderr.
+  std::function<void(const std::string&)> warn;
   PacketTap* tap = nullptr;     // not owned; may be set later with set_tap
   EventSink* events = nullptr;  // not owned; may be set later with set_event_sink
 };

@@ -41,6 +41,7 @@ class Device::Engine {
   PortAttr pattr;
   Gid gid0{};
   Counters counters;  // device totals
+  std::array<uint8_t, 8> warned{};  // DeviceConfig::warn lines given, per reason
 
   int async_efd = -1;
   std::mutex async_mu;  // guards async_q (get_async_event runs without mu)

@@ -57,6 +57,7 @@ wire::Result<emu::Device*> DeviceRuntime::acquire(const DeviceConfig& dev,
   }  // else: an address on no interface keeps the engine's default (1024)
   dc.helper_thread = true;
   dc.retry_forever = cfg.retry_forever;
+  dc.warn = [](const std::string& line) { std::fprintf(stderr, "rocelab: %s\n", line.c_str()); };
   dc.tap = taps_->pcap.get();
   dc.events = taps_->events;
   auto d = emu::Device::create(std::move(parked_), std::move(dc));

@@ -19,6 +19,8 @@ namespace {
 
 TEST(IcrcId, AnyIpv4IdentificationIsAcceptedOverRealUdp) {
   Env env(Net::kUdp);
+  std::vector<std::string> warnings;
+  env.set_warn([&](const std::string& l) { warnings.push_back(l); });
   Node b = env.make_node(2, QpType::kUD, 4096, access::kLocalWrite);
   ASSERT_TRUE(b.qp);
   QpAttr a;
@@ -88,6 +90,16 @@ TEST(IcrcId, AnyIpv4IdentificationIsAcceptedOverRealUdp) {
   EXPECT_EQ(b.dev->counters().icrc_ip_recovered, 1u);
   Wc wc;
   EXPECT_EQ(b.rcq->poll(std::span<Wc>(&wc, 1)), 0);
+  // The drop was told, naming the peer and the likely cause.
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0].rfind("rocelab0: dropped a packet from 127.0.0.1 (UD SEND Only to QP 0x", 0), 0u) << warnings[0];
+  EXPECT_NE(warnings[0].find("): bad ICRC — the packet was damaged"), std::string::npos) << warnings[0];
+  // Rate-limited: three lines per reason, then one saying the rest are only counted.
+  for (int i = 0; i < 4; ++i) send(frame);
+  for (int i = 0; i < 20000 && b.dev->counters().rcvd_icrc_err < 5; ++i) env.step({b.dev.get()});
+  EXPECT_EQ(b.dev->counters().rcvd_icrc_err, 5u);
+  ASSERT_EQ(warnings.size(), 4u);
+  EXPECT_NE(warnings[3].find("further drops (bad ICRC) are not shown"), std::string::npos) << warnings[3];
   ::close(s);
 }
 

@@ -42,6 +42,8 @@ class Env {
 
   // Devices made after this read retry_cnt 7 as rxe does: retry forever.
   void set_retry_forever(bool on) { retry_forever_ = on; }
+  // Devices made after this tell `warn` about misconfiguration drops (DeviceConfig::warn).
+  void set_warn(std::function<void(const std::string&)> warn) { warn_ = std::move(warn); }
 
   std::unique_ptr<Device> make_device(uint8_t host) {
     std::unique_ptr<Transport> t;
@@ -72,6 +74,7 @@ class Env {
     cfg.active_mtu = mtu_;
     cfg.helper_thread = net_ == Net::kUdp;
     cfg.retry_forever = retry_forever_;
+    cfg.warn = warn_;
     auto d = Device::create(std::move(t), cfg);
     return d ? std::move(*d) : nullptr;
   }
@@ -161,6 +164,7 @@ class Env {
   Net net_;
   Mtu mtu_;
   bool retry_forever_ = false;
+  std::function<void(const std::string&)> warn_;
   std::string faults_;
   std::optional<FaultConfig> fault_cfg_;
   std::unique_ptr<SimFabric> fabric_;
