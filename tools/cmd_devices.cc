@@ -100,7 +100,7 @@ void register_devices(CLI::App& app) {
   auto o = std::make_shared<DevicesOptions>();
   auto* cmd = app.add_subcommand("devices", "List the RDMA devices `rocelab run` programs see");
   cmd->add_option("--devices", o->devices, "emulated device names, comma-separated (default rocelab0)");
-  cmd->add_option("--ip", o->ip, "IPv4 address per device, comma-separated (default: first free 127.0.0.x)");
+  cmd->add_option("--ip", o->ip, "IPv4 or IPv6 address per device, comma-separated (default: first free 127.0.0.x)");
   cmd->callback([o] { exit_code() = list_devices(*o); });
 }
 

@@ -73,11 +73,11 @@ std::optional<ShimConfig> parse_config(EnvLookup lookup, std::string& error) {
     }
     for (size_t i = 0; i < ips.size(); ++i) {
       auto ip = wire::IpAddr::parse(ips[i]);
-      if (!ip || ip->v6) {
+      if (!ip) {
         error = bad("ROCELAB_IP", v,
                     ips[i].find('/') != std::string::npos
                         ? "an address, not a prefix: give the interface's address without /length"
-                        : "not an IPv4 address");
+                        : "not an IPv4 or IPv6 address");
         return std::nullopt;
       }
       cfg.devices[i].ip = *ip;

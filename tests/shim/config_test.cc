@@ -53,12 +53,22 @@ TEST(ShimConfig, DevicesWithAddressesMtuAndFiles) {
   EXPECT_EQ(c->events_path, "/tmp/x.events");
 }
 
+TEST(ShimConfig, AnIpv6AddressIsTaken) {
+  std::string error;
+  auto c = parse({{"ROCELAB_IP", "fd00:77::1"}}, error);
+  ASSERT_TRUE(c) << error;
+  ASSERT_TRUE(c->devices[0].ip);
+  EXPECT_TRUE(c->devices[0].ip->v6);
+  EXPECT_EQ(c->devices[0].ip->to_string(), "fd00:77::1");
+}
+
 TEST(ShimConfig, BadValuesAreRefusedNamingTheVariable) {
   const std::map<std::string, std::string> bad[] = {
       {{"ROCELAB_MTU", "1500"}},                        // not an IBTA path MTU
       {{"ROCELAB_MTU", "1024x"}},                       // trailing junk
       {{"ROCELAB_IP", "127.0.0.256"}},                  // not an address
-      {{"ROCELAB_IP", "::1"}},                          // IPv4 only
+      {{"ROCELAB_IP", "192.0.2.3/24"}},                 // a prefix, not an address
+      {{"ROCELAB_IP", "fd00::zz"}},                     // not an IPv6 address
       {{"ROCELAB_IP", "127.0.0.1,127.0.0.2"}},          // more addresses than devices
       {{"ROCELAB_DEVICES", "a,a"}},                     // duplicate name
       {{"ROCELAB_DEVICES", "a b"}},                     // space in a name
