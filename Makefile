@@ -1,7 +1,7 @@
 # rocelab — two commands do all set-up on a fresh Debian 12 machine (as root):
 #   make demo   install what is missing, build, run the demo
 #   make test   install what is missing, build, run the test suite (plain, then ASan+UBSan)
-# Other targets: build, build-asan, bench, clean.
+# Other targets: build, build-asan, bench, interop, clean.
 
 DEB_PACKAGES := build-essential cmake ninja-build pkg-config libboost-dev libpcap-dev \
                 libprotobuf-dev protobuf-compiler libcli11-dev libgtest-dev \
@@ -10,7 +10,7 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config libboost-dev libpca
 JOBS  ?= $(shell nproc)
 CTEST_ARGS ?=
 
-.PHONY: all deps build build-asan test test-plain test-asan demo bench clean
+.PHONY: all deps build build-asan test test-plain test-asan demo bench interop clean
 
 all: build
 
@@ -54,6 +54,11 @@ demo: build
 
 bench: build
 	bash bench/run.sh
+
+# rocelab against the kernel's Soft-RoCE in a qemu guest (../shared/tools/rxe-qemu);
+# minutes per run, so not part of `make test`. ROWS="rc ud" picks rows.
+interop: build
+	bash tools/interop.sh $(ROWS)
 
 clean:
 	rm -rf build build-asan

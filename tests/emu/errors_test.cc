@@ -54,6 +54,21 @@ class ErrorsTest : public ::testing::Test {
     EXPECT_EQ(a_.qp->state(), QpState::kErr);
   }
 
+  // retry_cnt 7, timeout 8 (1 ms); b moved to ERR so that it drops everything;
+  // then a sends one SEND.
+  void send_to_a_silent_peer(bool retry_forever) {
+    ConnectOptions o;
+    o.timeout = 8;
+    o.retry_cnt = 7;
+    env_.set_retry_forever(retry_forever);
+    connect(o);
+    QpAttr a;
+    a.qp_state = QpState::kErr;
+    ASSERT_FALSE(b_.qp->modify(a, qp_attr::kState));
+    Sge s{a_.addr(), 10, a_.mr->lkey()};
+    ASSERT_FALSE(post_send(a_.qp, make_wr(WrOpcode::kSend, &s, 1, 1)));
+  }
+
   static constexpr size_t kLen = 1 << 16;
   Env env_{Net::kSim};
   Node a_, b_;
@@ -233,15 +248,7 @@ TEST_F(ErrorsTest, UnresponsivePeerIsRetryExceeded) {
 // retry_cnt 7 is seven retries, as the IBTA and NICs have it: the eighth
 // timeout ends the WQE with RETRY_EXC_ERR.
 TEST_F(ErrorsTest, RetryCnt7IsSevenRetries) {
-  ConnectOptions o;
-  o.timeout = 8;
-  o.retry_cnt = 7;
-  connect(o);
-  QpAttr a;
-  a.qp_state = QpState::kErr;  // b drops everything now
-  ASSERT_FALSE(b_.qp->modify(a, qp_attr::kState));
-  Sge s{a_.addr(), 10, a_.mr->lkey()};
-  ASSERT_FALSE(post_send(a_.qp, make_wr(WrOpcode::kSend, &s, 1, 1)));
+  ASSERT_NO_FATAL_FAILURE(send_to_a_silent_peer(/*retry_forever=*/false));
   EXPECT_EQ(one(a_.scq).status, WcStatus::kRetryExcErr);
   const Counters c = a_.qp->counters();
   EXPECT_EQ(c.completer_retry_err, 7u);
@@ -252,16 +259,7 @@ TEST_F(ErrorsTest, RetryCnt7IsSevenRetries) {
 // On a device that reads 7 as Soft-RoCE does (rocelab run --retry-forever),
 // an unresponsive peer never ends the WQE.
 TEST_F(ErrorsTest, RetryCnt7RetriesForeverOnARetryForeverDevice) {
-  ConnectOptions o;
-  o.timeout = 8;
-  o.retry_cnt = 7;
-  env_.set_retry_forever(true);
-  connect(o);
-  QpAttr a;
-  a.qp_state = QpState::kErr;  // b drops everything now
-  ASSERT_FALSE(b_.qp->modify(a, qp_attr::kState));
-  Sge s{a_.addr(), 10, a_.mr->lkey()};
-  ASSERT_FALSE(post_send(a_.qp, make_wr(WrOpcode::kSend, &s, 1, 1)));
+  ASSERT_NO_FATAL_FAILURE(send_to_a_silent_peer(/*retry_forever=*/true));
   for (int i = 0; i < 40; ++i) env_.step({a_.dev.get(), b_.dev.get()});
   Wc wc;
   EXPECT_EQ(a_.scq->poll(std::span<Wc>(&wc, 1)), 0);

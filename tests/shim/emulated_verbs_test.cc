@@ -62,6 +62,24 @@ class Emulated : public ::testing::Test {
     return ibv_create_qp(pd_, &a);
   }
 
+  // An RC QP on pd with the given CQs (8 WRs, 1 SGE each way).
+  static ibv_qp* rc_qp_on(ibv_pd* pd, ibv_cq* scq, ibv_cq* rcq) {
+    ibv_qp_init_attr ia{};
+    ia.send_cq = scq;
+    ia.recv_cq = rcq;
+    ia.qp_type = IBV_QPT_RC;
+    ia.cap.max_send_wr = ia.cap.max_recv_wr = 8;
+    ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+    return ibv_create_qp(pd, &ia);
+  }
+  // Two QPs brought to RTS, each towards the other.
+  void connect_pair(ibv_qp* a, ibv_qp* b) {
+    ASSERT_NE(a, nullptr);
+    ASSERT_NE(b, nullptr);
+    connect(a, b->qp_num);
+    connect(b, a->qp_num);
+  }
+
   // RESET -> INIT -> RTR -> RTS towards `peer` on this device's own GID.
   void connect(ibv_qp* qp, uint32_t peer) {
     ibv_qp_attr a{};
@@ -199,10 +217,7 @@ TEST_F(Emulated, RcSendThroughCompletionChannel) {
   ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
   ibv_qp* a = ibv_create_qp(pd_, &ia);
   ibv_qp* b = ibv_create_qp(pd_, &ia);
-  ASSERT_NE(a, nullptr);
-  ASSERT_NE(b, nullptr);
-  connect(a, b->qp_num);
-  connect(b, a->qp_num);
+  ASSERT_NO_FATAL_FAILURE(connect_pair(a, b));
 
   std::vector<uint8_t> src(4096), dst(4096, 0);
   for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 7);
@@ -482,19 +497,10 @@ TEST_F(Emulated, ImportedContextSharesPdAndMr) {
   ibv_cq* cq2 = ibv_create_cq(ctx2, 16, nullptr, nullptr, 0);
   ASSERT_NE(cq1, nullptr);
   ASSERT_NE(cq2, nullptr);
-  ibv_qp_init_attr ia{};
-  ia.qp_type = IBV_QPT_RC;
-  ia.cap.max_send_wr = ia.cap.max_recv_wr = 8;
-  ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
-  ia.send_cq = ia.recv_cq = cq2;
-  ibv_qp* a = ibv_create_qp(pd2, &ia);
-  ia.send_cq = ia.recv_cq = cq1;
-  ibv_qp* b = ibv_create_qp(pd_, &ia);
-  ASSERT_NE(a, nullptr);
-  ASSERT_NE(b, nullptr);
+  ibv_qp* a = rc_qp_on(pd2, cq2, cq2);
+  ibv_qp* b = rc_qp_on(pd_, cq1, cq1);
+  ASSERT_NO_FATAL_FAILURE(connect_pair(a, b));
   EXPECT_EQ(a->context, ctx2);
-  connect(a, b->qp_num);
-  connect(b, a->qp_num);
 
   // RDMA WRITE from ctx2's QP into the MR ctx_ registered, named by the imported keys.
   ibv_sge sge{reinterpret_cast<uintptr_t>(src.data()), static_cast<uint32_t>(src.size()), smr2->lkey};
@@ -558,18 +564,9 @@ TEST_F(Emulated, ResizeCqKeepsEveryCompletion) {
   ibv_cq* rcq = ibv_create_cq(ctx_, 64, nullptr, nullptr, 0);
   ASSERT_NE(scq, nullptr);
   ASSERT_NE(rcq, nullptr);
-  ibv_qp_init_attr ia{};
-  ia.send_cq = scq;
-  ia.recv_cq = rcq;
-  ia.qp_type = IBV_QPT_RC;
-  ia.cap.max_send_wr = ia.cap.max_recv_wr = 8;
-  ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
-  ibv_qp* a = ibv_create_qp(pd_, &ia);
-  ibv_qp* b = ibv_create_qp(pd_, &ia);
-  ASSERT_NE(a, nullptr);
-  ASSERT_NE(b, nullptr);
-  connect(a, b->qp_num);
-  connect(b, a->qp_num);
+  ibv_qp* a = rc_qp_on(pd_, scq, rcq);
+  ibv_qp* b = rc_qp_on(pd_, scq, rcq);
+  ASSERT_NO_FATAL_FAILURE(connect_pair(a, b));
   // Zero-byte SENDs: each completion is in scq once its event fired.
   auto send = [&](uint64_t id) {
     ibv_recv_wr r{}, *bad_r = nullptr;
@@ -631,10 +628,7 @@ TEST_F(Emulated, ReregMrChangesTranslationAndAccess) {
   ASSERT_NE(cq, nullptr);
   ibv_qp* a = rc_qp(cq);
   ibv_qp* b = rc_qp(cq);
-  ASSERT_NE(a, nullptr);
-  ASSERT_NE(b, nullptr);
-  connect(a, b->qp_num);
-  connect(b, a->qp_num);
+  ASSERT_NO_FATAL_FAILURE(connect_pair(a, b));
   ibv_sge sge{reinterpret_cast<uintptr_t>(src.data()), static_cast<uint32_t>(src.size()), smr->lkey};
   ibv_send_wr wr{}, *bad = nullptr;
   wr.wr_id = 5;
@@ -676,10 +670,7 @@ TEST_F(Emulated, CompletionTimestampsCountTheDeviceClock) {
   ibv_cq* cq = ibv_cq_ex_to_cq(cqx);
   ibv_qp* a = rc_qp(cq);
   ibv_qp* b = rc_qp(cq);
-  ASSERT_NE(a, nullptr);
-  ASSERT_NE(b, nullptr);
-  connect(a, b->qp_num);
-  connect(b, a->qp_num);
+  ASSERT_NO_FATAL_FAILURE(connect_pair(a, b));
 
   ibv_values_ex before{}, after{};
   before.comp_mask = after.comp_mask = IBV_VALUES_MASK_RAW_CLOCK;
