@@ -66,9 +66,9 @@ for row in "${rows[@]}"; do
   for kernel in server client; do
     dir=$out/$name-kernel-$kernel
     if [ $kernel = server ]; then
-      args=(--guest "$guest" --host "$rocelab run --ip 192.0.2.3 -- $host 192.0.2.1" --guest-first)
+      args=(--guest "$guest" --host "$rocelab run --counters --ip 192.0.2.3 -- $host 192.0.2.1" --guest-first)
     else
-      args=(--guest "$guest 192.0.2.3" --host "$rocelab run --ip 192.0.2.3 -- $host" --host-first)
+      args=(--guest "$guest 192.0.2.3" --host "$rocelab run --counters --ip 192.0.2.3 -- $host" --host-first)
     fi
     echo "== $name, kernel as $kernel"
     BUILD=$build "$harness/run-interop.sh" --out "$dir" "${args[@]}" --wait-port "$port" --timeout 120 \
