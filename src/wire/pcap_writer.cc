@@ -23,8 +23,10 @@ struct PcapWriter::State {
   std::vector<std::byte> frame;  // write_roce()'s scratch frame, sized once at open()
   // The FILE's buffer, ours: stdio writes it out only when we flush, and we
   // flush before a record that would not fit, so every write() the file sees
-  // ends on a record boundary — a process killed at any moment (SIGKILL
-  // included) leaves a capture that reads to its last whole packet.
+  // ends on a record boundary. A process killed between flushes leaves a
+  // capture that reads to its last whole packet; only a SIGKILL landing inside
+  // the write() of a flush can cut its last record (the kernel stops a write
+  // at a page boundary).
   static constexpr size_t kBufSize = 1 << 20;
   std::unique_ptr<char[]> buf;
   size_t pending = 0;  // bytes in buf not yet written

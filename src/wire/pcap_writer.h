@@ -59,8 +59,9 @@ class PcapWriter {
 
   // Pushes buffered packets to the file (pcap_dump_flush; nothing to do when
   // none are buffered). Between flushes the writer never lets a partial record
-  // reach the file: a process killed at any moment leaves a capture that
-  // decodes to its last whole packet. Errors: kPcapIo, kClosed.
+  // reach the file: a process killed then leaves a capture that decodes to its
+  // last whole packet (a SIGKILL inside the flush's own write() can still cut
+  // the last record). Errors: kPcapIo, kClosed.
   std::error_code flush();
   // Flushes and closes; later writes return kClosed. Errors: kPcapIo on a failed flush.
   std::error_code close();
