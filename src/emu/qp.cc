@@ -401,10 +401,13 @@ std::error_code Qp::post_send(std::span<const SendWr> wrs, size_t* n_posted) {
   std::error_code ec;
   if (qp.state_ == QpState::kReset || qp.state_ == QpState::kInit || qp.state_ == QpState::kRtr) {
     ec = errc(EINVAL);
+    qp.refusal = "post_send on a QP in " + std::string(to_string(qp.state_)) +
+                 ": the send queue takes work requests from RTS on";
   } else {
     for (const SendWr& wr : wrs) {
       if (qp.sq_full()) {
         ec = errc(ENOMEM);
+        qp.refusal = "post_send: the send queue is full (max_send_wr " + std::to_string(qp.cap_.max_send_wr) + ")";
         break;
       }
       SendWqe& w = qp.wqe(qp.sq_tail);

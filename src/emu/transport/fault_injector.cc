@@ -46,16 +46,21 @@ std::unique_ptr<FaultInjector> FaultInjector::wrap(std::unique_ptr<Transport> in
 
 FaultInjector::FaultInjector(std::unique_ptr<Transport> inner, uint64_t seed,
                              std::vector<FaultRule> rules)
-    : inner_(std::move(inner)), start_(inner_->now()) {
-  for (size_t i = 0; i < rules.size(); ++i) {
-    // One stream per rule: a rule's faults do not depend on the other rules.
-    rules_.push_back({rules[i], std::mt19937_64(splitmix64(seed ^ splitmix64(i + 1))), 0, 0});
-  }
+    : inner_(std::move(inner)), seed_(seed), start_(inner_->now()) {
+  add_rules(rules);
   timer_ = inner_->make_timer([this] { flush_tx_due(); });
   rx_hook_ = [this](const Datagram& d) { on_rx(d); };
 }
 
 FaultInjector::~FaultInjector() = default;
+
+void FaultInjector::add_rules(const std::vector<FaultRule>& rules) {
+  for (const FaultRule& r : rules) {
+    // One stream per rule: a rule's faults do not depend on the other rules.
+    const uint64_t i = rules_.size();
+    rules_.push_back({r, std::mt19937_64(splitmix64(seed_ ^ splitmix64(i + 1))), 0, 0});
+  }
+}
 
 bool FaultInjector::fires(RuleState& s, FaultDir dir, const Datagram& d, Nanos since_start) {
   const FaultRule& r = s.rule;
@@ -106,6 +111,20 @@ FaultInjector::Decision FaultInjector::decide(FaultDir dir, const Datagram& d) {
     }
   }
   return dec;
+}
+
+void FaultInjector::report(FaultDir dir, const Datagram& d, const Decision& dec) {
+  if (!observer_) return;
+  if (!dec.drop && !dec.duplicate && !dec.corrupt && dec.delay == Nanos(0) && !dec.reorder) return;
+  FaultRecord r;
+  r.dir = dir;
+  r.datagram = &d;
+  r.dropped = dec.drop;
+  r.duplicated = dec.duplicate;
+  r.corrupted = dec.corrupt;
+  r.delayed = dec.delay > Nanos(0);
+  r.reordered = dec.reorder;
+  observer_(r);
 }
 
 uint32_t FaultInjector::copy(std::span<const std::byte> payload) {
@@ -174,6 +193,7 @@ size_t FaultInjector::send(std::span<const Datagram> batch) {
   for (const Datagram& d : batch) {
     ++stats_.tx.seen;
     const Decision dec = decide(FaultDir::kTx, d);
+    report(FaultDir::kTx, d, dec);
     if (dec.drop) {
       ++stats_.tx.dropped;
       continue;
@@ -260,6 +280,7 @@ void FaultInjector::deliver_rx_due() {
 void FaultInjector::on_rx(const Datagram& d) {
   ++stats_.rx.seen;
   const Decision dec = decide(FaultDir::kRx, d);
+  report(FaultDir::kRx, d, dec);
   if (dec.drop) {
     ++stats_.rx.dropped;
     return;

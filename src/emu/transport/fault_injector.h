@@ -33,6 +33,13 @@ struct FaultStats {
   bool operator==(const FaultStats&) const = default;
 };
 
+// What the injector did to one datagram (only datagrams it touched are reported).
+struct FaultRecord {
+  FaultDir dir = FaultDir::kTx;
+  const Datagram* datagram = nullptr;  // as it came, before any change; valid during the call
+  bool dropped = false, duplicated = false, corrupted = false, delayed = false, reordered = false;
+};
+
 class FaultInjector final : public Transport {
  public:
   // Builds the injector for cfg; nullptr with a message in *error when cfg is
@@ -61,6 +68,15 @@ class FaultInjector final : public Transport {
   }
   size_t take_unreachable(std::span<wire::IpAddr> out) override { return inner_->take_unreachable(out); }
 
+  // Adds rules from now on (e.g. a scenario's `fault` step): their nth=/count=
+  // count matches from now; from=/for= still count from the injector's start.
+  // Their random streams continue the numbering of the rules already there.
+  void add_rules(const std::vector<FaultRule>& rules);
+
+  // Called for every datagram a rule fired on (e.g. the ladder of `rocelab sim`
+  // marks the packets it lost); runs inside send()/poll(). Set once, before traffic.
+  void set_observer(std::function<void(const FaultRecord&)> observer) { observer_ = std::move(observer); }
+
   FaultStats fault_stats() const { return stats_; }
   size_t held() const { return held_.size(); }
   Transport& inner() { return *inner_; }
@@ -88,6 +104,7 @@ class FaultInjector final : public Transport {
   };
 
   Decision decide(FaultDir dir, const Datagram& d);
+  void report(FaultDir dir, const Datagram& d, const Decision& dec);
   bool fires(RuleState& s, FaultDir dir, const Datagram& d, Nanos since_start);
   uint32_t copy(std::span<const std::byte> payload);
   std::span<std::byte> bytes(uint32_t buf, uint32_t len) { return {buffers_[buf].data(), len}; }
@@ -104,6 +121,7 @@ class FaultInjector final : public Transport {
 
   std::unique_ptr<Transport> inner_;
   std::vector<RuleState> rules_;
+  uint64_t seed_;
   Nanos start_;
   FaultStats stats_;
   std::vector<std::vector<std::byte>> buffers_;
@@ -116,6 +134,7 @@ class FaultInjector final : public Transport {
   std::vector<Datagram> flush_out_;    // scratch of flush_tx_due
   Nanos armed_at_ = Nanos::max();
   std::unique_ptr<Timer> timer_;       // for held packets
+  std::function<void(const FaultRecord&)> observer_;
   const RecvHandler* user_ = nullptr;  // during poll()
   RecvHandler rx_hook_;
   size_t delivered_ = 0;

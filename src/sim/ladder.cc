@@ -1,0 +1,426 @@
+#include "sim/ladder.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "wire/aeth.h"
+#include "wire/packet.h"
+
+namespace rocelab::sim {
+
+namespace {
+
+std::string aeth_text(uint8_t syndrome, uint32_t msn) {
+  const wire::Aeth a{syndrome, msn};
+  char buf[96];
+  switch (a.kind()) {
+    case wire::AckKind::kAck:
+      std::snprintf(buf, sizeof buf, "ACK msn %u", msn);
+      break;
+    case wire::AckKind::kRnrNak:
+      std::snprintf(buf, sizeof buf, "RNR NAK %.2f ms", wire::rnr_timer_us(a.value5()) / 1000.0);
+      break;
+    case wire::AckKind::kNak:
+      std::snprintf(buf, sizeof buf, "NAK %s",
+                    std::string(wire::to_string(static_cast<wire::NakCode>(a.value5()))).c_str());
+      break;
+    case wire::AckKind::kReserved:
+      std::snprintf(buf, sizeof buf, "syndrome 0x%02x", syndrome);
+      break;
+  }
+  return buf;
+}
+
+// Terminal cells: one UTF-8 character each.
+using Row = std::vector<std::string>;
+
+void put(Row& row, size_t col, const std::string& utf8) {
+  size_t i = 0;
+  while (i < utf8.size()) {
+    const unsigned char c = static_cast<unsigned char>(utf8[i]);
+    const size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : 4;
+    if (col >= row.size()) row.resize(col + 1, " ");
+    row[col++] = utf8.substr(i, n);
+    i += n;
+  }
+}
+
+size_t cells(const std::string& utf8) {
+  size_t n = 0;
+  for (unsigned char c : utf8) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+std::string join(const Row& row) {
+  std::string s;
+  for (const auto& c : row) s += c;
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
+
+std::string time_text(Nanos t) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%12.3f", static_cast<double>(t.count()) / 1000.0);
+  return buf;
+}
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+constexpr size_t kTimeCols = 13;  // "%12.3f" and a space
+constexpr size_t kLaneWidth = 60;
+
+}  // namespace
+
+std::string LadderPacket::label() const {
+  const wire::OpInfo& info = wire::op_info(opcode);
+  std::string s = info.valid ? std::string(info.name) : "opcode " + std::to_string(opcode);
+  s += " psn " + std::to_string(psn);
+  if (ack_req) s += " AckReq";
+  if (payload_len != 0) s += " len " + std::to_string(payload_len);
+  if (aeth_syndrome) s += " " + aeth_text(*aeth_syndrome, msn);
+  if (retransmission) s += " (again)";
+  if (delayed) s += " (delayed)";
+  if (corrupted) s += " (corrupted)";
+  if (copies != 0) s += " (x" + std::to_string(copies + 1) + ")";
+  return s;
+}
+
+void Ladder::note(Nanos t, int lane, std::string text) {
+  entries.push_back({t, entries.size(), lane, std::nullopt, std::move(text)});
+}
+
+std::vector<const LadderEntry*> Ladder::ordered() const {
+  std::vector<const LadderEntry*> v;
+  v.reserve(entries.size());
+  for (const auto& e : entries) v.push_back(&e);
+  std::stable_sort(v.begin(), v.end(), [](const LadderEntry* a, const LadderEntry* b) {
+    return a->time != b->time ? a->time < b->time : a->seq < b->seq;
+  });
+  return v;
+}
+
+std::string render_text(const Ladder& l) {
+  const size_t n = l.lanes.size();
+  auto lane_col = [&](int lane) { return kTimeCols + static_cast<size_t>(lane) * kLaneWidth; };
+  auto bars = [&]() {
+    Row row(kTimeCols, " ");
+    for (size_t i = 0; i < n; ++i) put(row, lane_col(static_cast<int>(i)), "│");
+    return row;
+  };
+  std::string out;
+  {
+    Row head(kTimeCols, " ");
+    put(head, 0, "   time (us)");
+    for (size_t i = 0; i < n; ++i) put(head, lane_col(static_cast<int>(i)), l.lanes[i]);
+    out += join(head) + "\n";
+  }
+  for (const LadderEntry* e : l.ordered()) {
+    Row row = bars();
+    put(row, 0, time_text(e->time));
+    if (e->packet) {
+      const LadderPacket& p = l.packets[*e->packet];
+      const std::string label = " " + p.label() + " ";
+      if (p.from < 0 || p.to < 0 || p.from == p.to) {
+        const int lane = p.from >= 0 ? p.from : p.to;
+        put(row, lane_col(std::max(lane, 0)) + 2, (p.from >= 0 ? "sent to elsewhere:" : "from elsewhere:") + label);
+      } else {
+        const bool right = p.to > p.from;
+        const size_t a = lane_col(std::min(p.from, p.to)) + 1, b = lane_col(std::max(p.from, p.to)) - 1;
+        const bool lost = p.fate != LadderPacket::Fate::kDelivered;
+        const size_t len = b - a + 1;
+        const size_t label_cells = cells(label);
+        // The arrow: from the sender's lane towards the receiver's; a lost packet
+        // stops half way with ✗.
+        const size_t drawn = lost ? std::max(len / 2, label_cells + 4) : len;
+        for (size_t i = 0; i < std::min(drawn, len); ++i) put(row, right ? a + i : b - i, "─");
+        if (lost) {
+          put(row, right ? a + std::min(drawn, len) - 1 : b - (std::min(drawn, len) - 1),
+              p.fate == LadderPacket::Fate::kDropped ? "✗" : "…");
+        } else {
+          put(row, right ? b : a, right ? "▶" : "◀");
+        }
+        const size_t label_at = right ? a + 2 : b - 1 - label_cells;
+        put(row, label_at, label);
+      }
+    } else if (e->lane < 0) {
+      put(row, kTimeCols, "── " + e->text + " ──");
+    } else {
+      put(row, lane_col(e->lane) + 2, e->text);
+    }
+    out += join(row) + "\n";
+  }
+  return out;
+}
+
+std::string render_svg(const Ladder& l) {
+  const auto order = l.ordered();
+  const int n = static_cast<int>(l.lanes.size());
+  const int row_h = 18, top = 40, left = 110, lane_w = 420;
+  const int width = left + std::max(1, n) * lane_w + 200;
+  const int height = top + static_cast<int>(order.size()) * row_h + 30;
+  auto x = [&](int lane) { return left + lane * lane_w; };
+  std::string s;
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+                "font-family=\"monospace\" font-size=\"12\">\n"
+                "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+                "<defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" "
+                "markerWidth=\"8\" markerHeight=\"8\" orient=\"auto-start-reverse\">"
+                "<path d=\"M 0 0 L 10 5 L 0 10 z\"/></marker></defs>\n",
+                width, height);
+  s += buf;
+  s += "<text x=\"4\" y=\"20\" font-weight=\"bold\">time (us)</text>\n";
+  for (int i = 0; i < n; ++i) {
+    std::snprintf(buf, sizeof buf,
+                  "<text x=\"%d\" y=\"20\" font-weight=\"bold\">%s</text>\n"
+                  "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#888\"/>\n",
+                  x(i) - 20, xml_escape(l.lanes[static_cast<size_t>(i)]).c_str(), x(i), top - 10, x(i), height - 10);
+    s += buf;
+  }
+  int y = top;
+  for (const LadderEntry* e : order) {
+    y += row_h;
+    std::snprintf(buf, sizeof buf, "<text x=\"4\" y=\"%d\" fill=\"#555\">%.3f</text>\n", y,
+                  static_cast<double>(e->time.count()) / 1000.0);
+    s += buf;
+    if (e->packet) {
+      const LadderPacket& p = l.packets[*e->packet];
+      if (p.from >= 0 && p.to >= 0 && p.from != p.to) {
+        const bool lost = p.fate != LadderPacket::Fate::kDelivered;
+        const int x1 = x(p.from), x2f = x(p.to);
+        const int x2 = lost ? (x1 + x2f) / 2 : x2f;
+        std::snprintf(buf, sizeof buf,
+                      "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" %s/>\n", x1, y - 4, x2,
+                      y - 4, lost ? "#c00" : "#036", lost ? "" : "marker-end=\"url(#arrow)\"");
+        s += buf;
+        if (lost) {
+          std::snprintf(buf, sizeof buf, "<text x=\"%d\" y=\"%d\" fill=\"#c00\">✗</text>\n", x2 - 4, y);
+          s += buf;
+        }
+        std::snprintf(buf, sizeof buf, "<text x=\"%d\" y=\"%d\" fill=\"%s\"%s>%s</text>\n",
+                      std::min(x1, x2f) + 12, y - 7, lost ? "#c00" : "#036",
+                      " font-size=\"11\"", xml_escape(p.label()).c_str());
+        s += buf;
+        continue;
+      }
+    }
+    const int tx = e->lane < 0 ? left - 10 : x(e->lane) + 8;
+    std::string text = e->text;
+    if (e->packet) text = l.packets[*e->packet].label();
+    std::snprintf(buf, sizeof buf, "<text x=\"%d\" y=\"%d\">%s</text>\n", tx, y - 4,
+                  xml_escape(text).c_str());
+    s += buf;
+  }
+  s += "</svg>\n";
+  return s;
+}
+
+// ---- recording ------------------------------------------------------------
+
+class LadderRecorder::Tap final : public emu::PacketTap {
+ public:
+  Tap(LadderRecorder& r, int lane, emu::PacketTap* fwd) : r_(r), lane_(lane), fwd_(fwd) {}
+  void on_packet(emu::Direction dir, Nanos time, const emu::Datagram& d) override {
+    r_.on_packet(lane_, dir, time, d);
+    if (fwd_) fwd_->on_packet(dir, time, d);
+  }
+  void on_batch_end() override {
+    if (fwd_) fwd_->on_batch_end();
+  }
+
+ private:
+  LadderRecorder& r_;
+  int lane_;
+  emu::PacketTap* fwd_;
+};
+
+class LadderRecorder::Sink final : public emu::EventSink {
+ public:
+  Sink(LadderRecorder& r, int lane, emu::EventSink* fwd) : r_(r), lane_(lane), fwd_(fwd) {}
+  void on_event(const emu::EngineEvent& e) override {
+    r_.on_event(lane_, e);
+    if (fwd_) fwd_->on_event(e);
+  }
+  void on_batch_end() override {
+    if (fwd_) fwd_->on_batch_end();
+  }
+
+ private:
+  LadderRecorder& r_;
+  int lane_;
+  emu::EventSink* fwd_;
+};
+
+LadderRecorder::LadderRecorder(Ladder& ladder) : l_(ladder) {}
+LadderRecorder::~LadderRecorder() = default;
+
+void LadderRecorder::add_lane(const std::string& label, const wire::IpAddr& addr) {
+  l_.lanes.push_back(label);
+  addrs_.push_back(addr);
+}
+
+void LadderRecorder::name_qp(int lane, uint32_t qpn, std::string name) {
+  qp_names_[{lane, qpn}] = std::move(name);
+}
+
+std::string LadderRecorder::qp_name(int lane, uint32_t qpn) const {
+  auto it = qp_names_.find({lane, qpn});
+  if (it != qp_names_.end()) return it->second;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "qp 0x%06x", qpn);
+  return buf;
+}
+
+emu::PacketTap* LadderRecorder::tap(int lane, emu::PacketTap* forward) {
+  taps_.push_back(std::make_unique<Tap>(*this, lane, forward));
+  return taps_.back().get();
+}
+
+emu::EventSink* LadderRecorder::sink(int lane, emu::EventSink* forward) {
+  sinks_.push_back(std::make_unique<Sink>(*this, lane, forward));
+  return sinks_.back().get();
+}
+
+int LadderRecorder::lane_of(const wire::IpAddr& a) const {
+  for (size_t i = 0; i < addrs_.size(); ++i)
+    if (addrs_[i] == a) return static_cast<int>(i);
+  return -1;
+}
+
+void LadderRecorder::on_packet(int lane, emu::Direction dir, Nanos t, const emu::Datagram& d) {
+  auto pkt = wire::parse_roce(d.payload);
+  if (!pkt) {
+    l_.note(t, lane, std::string(dir == emu::Direction::kTx ? "sent" : "received") +
+                         " an undecodable datagram (" + std::to_string(d.payload.size()) + " bytes)");
+    return;
+  }
+  const wire::RoceHeaders& h = pkt->hdr;
+  const uint32_t len = static_cast<uint32_t>(pkt->payload.size());
+  if (dir == emu::Direction::kTx) {
+    const int to = lane_of(d.ip.dst);
+    LadderPacket p;
+    p.from = lane;
+    p.to = to;
+    p.sent = t;
+    p.opcode = h.bth.opcode;
+    p.psn = h.bth.psn.value();
+    p.dest_qpn = h.bth.dest_qpn.value();
+    p.payload_len = len;
+    p.ack_req = h.bth.ack_req;
+    if (h.info().carries(wire::Hdr::kAeth)) {
+      p.aeth_syndrome = h.aeth.syndrome;
+      p.msn = h.aeth.msn;
+    }
+    if (h.info().is(wire::OpClass::kRequest)) {
+      bool& seen = sent_requests_[{lane, p.dest_qpn, p.psn}];
+      p.retransmission = seen;
+      seen = true;
+    }
+    const size_t idx = l_.packets.size();
+    l_.packets.push_back(p);
+    l_.entries.push_back({t, l_.entries.size(), lane, idx, {}});
+    pending_[{lane, to, p.opcode, p.psn, p.dest_qpn, len}].push_back(idx);
+    return;
+  }
+  const int from = lane_of(d.ip.src);
+  const Key key{from, lane, h.bth.opcode, h.bth.psn.value(), h.bth.dest_qpn.value(), len};
+  auto it = pending_.find(key);
+  if (it != pending_.end() && !it->second.empty()) {
+    const size_t idx = it->second.front();
+    it->second.erase(it->second.begin());
+    l_.packets[idx].fate = LadderPacket::Fate::kDelivered;
+    l_.packets[idx].arrived = t;
+    last_delivered_[key] = idx;
+    return;
+  }
+  auto last = last_delivered_.find(key);
+  if (last != last_delivered_.end()) {
+    ++l_.packets[last->second].copies;  // a duplicate made on the way
+    return;
+  }
+  const wire::OpInfo& info = h.info();
+  l_.note(t, lane, "received " + std::string(info.valid ? info.name : "?") + " psn " +
+                       std::to_string(h.bth.psn.value()) + " nobody here sent (altered on the way?)");
+}
+
+void LadderRecorder::on_event(int lane, const emu::EngineEvent& e) {
+  using emu::EventKind;
+  const std::string qp = qp_name(lane, e.qpn);
+  switch (e.kind) {
+    case EventKind::kWrPosted:
+    case EventKind::kRecvPosted:
+    case EventKind::kPacketSent:
+    case EventKind::kPacketReceived:
+      return;  // the runner notes verbs by name; packets come from the tap
+    case EventKind::kPacketDropped: {
+      const wire::OpInfo& info = wire::op_info(e.bth_opcode);
+      l_.note(e.time, lane, qp + ": ignored " + std::string(info.valid ? info.name : "packet") + " psn " +
+                                std::to_string(e.psn) + ": " + std::string(e.reason));
+      return;
+    }
+    case EventKind::kTimer:
+      l_.note(e.time, lane, qp + ": " + std::string(e.reason) + " timer expired (oldest psn " +
+                                std::to_string(e.psn) + ")");
+      return;
+    case EventKind::kCompletion: {
+      std::string t = qp + ": CQE wr " + std::to_string(e.wr_id) + " " + std::string(emu::to_string(e.wc_opcode)) +
+                      " " + std::string(emu::to_string(e.status));
+      if (e.status == emu::WcStatus::kSuccess) t += " " + std::to_string(e.length) + " B";
+      l_.note(e.time, lane, t);
+      return;
+    }
+    case EventKind::kQpStateChange:
+      l_.note(e.time, lane, qp + ": " + std::string(emu::to_string(e.from)) + " → " + std::string(emu::to_string(e.to)));
+      return;
+    case EventKind::kAsyncEvent:
+      l_.note(e.time, lane, qp + ": async event " + std::string(emu::to_string(e.async)));
+      return;
+  }
+}
+
+std::optional<LadderRecorder::Key> LadderRecorder::key_of(int from, int to, const emu::Datagram& d) const {
+  auto pkt = wire::parse_roce(d.payload);
+  if (!pkt) return std::nullopt;
+  return Key{from, to, pkt->hdr.bth.opcode, pkt->hdr.bth.psn.value(), pkt->hdr.bth.dest_qpn.value(),
+             static_cast<uint32_t>(pkt->payload.size())};
+}
+
+void LadderRecorder::on_fault(int lane, const emu::FaultRecord& r) {
+  const bool tx = r.dir == emu::FaultDir::kTx;
+  const auto key = tx ? key_of(lane, lane_of(r.datagram->ip.dst), *r.datagram)
+                      : key_of(lane_of(r.datagram->ip.src), lane, *r.datagram);
+  if (!key) return;
+  auto it = pending_.find(*key);
+  if (it == pending_.end() || it->second.empty()) return;
+  // On the way out it is the packet just sent; on the way in, the oldest one.
+  auto at = tx ? it->second.end() - 1 : it->second.begin();
+  LadderPacket& p = l_.packets[*at];
+  p.corrupted = p.corrupted || r.corrupted;
+  p.delayed = p.delayed || r.delayed || r.reordered;
+  if (r.dropped) {
+    p.fate = LadderPacket::Fate::kDropped;
+    it->second.erase(at);
+  }
+}
+
+void LadderRecorder::finish(bool fabric_idle) {
+  for (auto& [key, v] : pending_) {
+    for (size_t idx : v)
+      l_.packets[idx].fate = fabric_idle ? LadderPacket::Fate::kDropped : LadderPacket::Fate::kInFlight;
+  }
+}
+
+}  // namespace rocelab::sim

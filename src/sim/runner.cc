@@ -1,0 +1,565 @@
+#include "sim/runner.h"
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+
+#include "emu/connect.h"
+#include "emu/records/event_log.h"
+#include "emu/records/pcap_tap.h"
+#include "sim/fsm.h"
+#include "sim/names.h"
+#include "sim/testbed.h"
+#include "wire/pcap_writer.h"
+
+namespace rocelab::sim {
+
+namespace {
+
+using namespace emu;
+
+constexpr Nanos kDefaultWait = std::chrono::seconds(10);
+
+std::string hex(const std::byte* p, size_t n) {
+  std::string s;
+  char b[4];
+  for (size_t i = 0; i < n; ++i) {
+    std::snprintf(b, sizeof b, "%02x", static_cast<unsigned>(p[i]));
+    if (i) s += ' ';
+    s += b;
+  }
+  return s;
+}
+
+std::string errno_text(int e) {
+  const char* n = strerrorname_np(e);
+  return std::string(n ? n : "errno " + std::to_string(e)) + " (" + std::strerror(e) + ")";
+}
+
+class Run {
+ public:
+  Run(const LoadedScenario& sc, SimResult& out) : sc_(sc), out_(out), rec_(out.ladder) {}
+  bool setup(const SimOptions& opt, std::string* error);
+  bool steps(std::string* error);
+  void finish() { rec_.finish(bed_->idle()); }
+  ~Run() {
+    bed_.reset();  // the devices first: they report to the taps and sinks below
+    if (pcap_) (void)pcap_->close();
+    if (log_) (void)log_->flush();
+  }
+
+ private:
+  struct MrObj {
+    Mr* mr = nullptr;
+    std::vector<std::byte> mem;
+    int node = 0;
+  };
+  struct QpObj {
+    Qp* qp = nullptr;
+    int node = 0;
+  };
+
+  Nanos now() const { return bed_->now(); }
+  void note(int lane, std::string text) { out_.ladder.note(now(), lane, std::move(text)); }
+  // An expectation: noted on the ladder, and a failure when it does not hold.
+  void expect(size_t step, int lane, bool ok, const std::string& what, const std::string& got) {
+    ++out_.expectations;
+    if (ok) {
+      note(lane, "✓ " + what);
+      return;
+    }
+    note(lane, "✗ expected " + what + ", got " + got);
+    out_.failures.push_back(sc_.where(step) + ": expected " + what + ", got " + got);
+  }
+  // A verb's result against the step's expect_error.
+  void verb_result(size_t step, int lane, const std::string& verb, std::error_code ec,
+                   const std::string& expect_error, const std::string& reason = {});
+
+  bool connect(size_t i, const scenario::Connect& c);
+  void modify(size_t i, const scenario::ModifyQp& m);
+  void post_send(size_t i, const scenario::PostSend& p);
+  void post_recv(size_t i, const scenario::PostRecv& p);
+  void poll_cq(size_t i, const scenario::PollCq& p);
+  bool run_idle(size_t i, const scenario::Run& r, std::string* error);
+  void advance(Nanos d);
+  void expect_mem(size_t i, const scenario::ExpectMem& m);
+  void expect_counter(size_t i, const scenario::ExpectCounter& c);
+  std::vector<Sge> sges(const google::protobuf::RepeatedPtrField<scenario::Sge>& in, uint32_t* total);
+  int node_index(const std::string& name) const {
+    for (size_t k = 0; k < bed_->nodes().size(); ++k)
+      if (bed_->nodes()[k].name == name) return static_cast<int>(k);
+    return -1;
+  }
+  Gid gid_of(int node) const {
+    Gid g{};
+    (void)bed_->nodes()[static_cast<size_t>(node)].dev->query_gid(kPortNum, 0, &g);
+    return g;
+  }
+
+  const LoadedScenario& sc_;
+  SimResult& out_;
+  LadderRecorder rec_;
+  std::unique_ptr<wire::PcapWriter> pcap_;
+  std::vector<std::unique_ptr<PcapTap>> pcap_taps_;
+  std::unique_ptr<EventLog> log_;
+  std::unique_ptr<Testbed> bed_;  // after what its devices report to
+  std::vector<Pd*> pds_;
+  std::vector<Mtu> mtus_;
+  std::map<std::string, Cq*> cqs_;
+  std::map<std::string, Srq*> srqs_;
+  std::map<std::string, std::unique_ptr<MrObj>> mrs_;
+  std::map<std::string, QpObj> qps_;
+  std::map<std::string, int> cq_node_, srq_node_;
+};
+
+bool Run::setup(const SimOptions& opt, std::string* error) {
+  const auto& s = sc_.s;
+  SimFabricConfig fc;
+  fc.latency = Nanos(s.fabric().latency_ns() ? s.fabric().latency_ns() : 1000);
+  fc.link_bits_per_sec = s.fabric().link_bits_per_sec();
+  bed_ = std::make_unique<Testbed>(fc);
+  if (!opt.pcap_path.empty()) {
+    auto w = wire::PcapWriter::open(opt.pcap_path);
+    if (!w) {
+      *error = opt.pcap_path + ": " + w.error().message();
+      return false;
+    }
+    pcap_ = std::make_unique<wire::PcapWriter>(std::move(*w));
+  }
+  if (!opt.events_path.empty()) {
+    auto l = EventLog::open(opt.events_path);
+    if (!l) {
+      *error = opt.events_path + ": " + l.error().message();
+      return false;
+    }
+    log_ = std::move(*l);
+  }
+  for (int i = 0; i < s.node_size(); ++i) {
+    const auto& n = s.node(i);
+    wire::IpAddr addr = wire::IpAddr::v4(10, 0, 0, static_cast<uint8_t>(i + 1));
+    if (!n.address().empty()) addr = *wire::IpAddr::parse(n.address());
+    DeviceConfig cfg;
+    cfg.name = n.name();
+    Mtu mtu = Mtu::k1024;
+    if (n.mtu()) mtu_from_bytes(n.mtu(), &mtu);
+    cfg.active_mtu = mtu;
+    cfg.retry_forever = n.retry_forever();
+    FaultRules rules = parse_fault_schedule(n.faults());
+    if (!rules.ok()) {
+      *error = sc_.path + ": node " + n.name() + ": faults: " + rules.error;
+      return false;
+    }
+    const int idx = bed_->add_node(n.name(), addr, cfg, n.fault_seed() ? n.fault_seed() : static_cast<uint64_t>(i + 1),
+                                   rules.rules, error);
+    if (idx < 0) return false;
+    mtus_.push_back(mtu);
+    rec_.add_lane(n.name() + " " + addr.to_string(), addr);
+    Device& dev = *bed_->nodes()[static_cast<size_t>(idx)].dev;
+    bed_->nodes()[static_cast<size_t>(idx)].faults->set_observer(
+        [this, idx](const FaultRecord& r) { rec_.on_fault(idx, r); });
+    PacketTap* fwd = nullptr;
+    if (pcap_) {
+      pcap_taps_.push_back(std::make_unique<PcapTap>(*pcap_, PcapTap::Dirs::kTx));
+      fwd = pcap_taps_.back().get();
+    }
+    dev.set_tap(rec_.tap(idx, fwd));
+    dev.set_event_sink(rec_.sink(idx, log_ ? log_->sink_for(n.name()) : nullptr));
+    Pd* pd = *dev.alloc_pd();
+    pds_.push_back(pd);
+    for (const auto& c : n.cq()) {
+      auto cq = dev.create_cq(c.cqe() ? static_cast<int>(c.cqe()) : 64, nullptr, 0);
+      if (!cq) {
+        *error = sc_.path + ": cq " + c.name() + ": " + cq.error().message();
+        return false;
+      }
+      cqs_[c.name()] = *cq;
+      cq_node_[c.name()] = idx;
+    }
+    for (const auto& q : n.srq()) {
+      SrqAttr a;
+      a.max_wr = q.max_wr() ? q.max_wr() : 16;
+      a.max_sge = q.max_sge() ? q.max_sge() : 1;
+      a.srq_limit = q.limit();
+      auto srq = dev.create_srq(pd, a);
+      if (!srq) {
+        *error = sc_.path + ": srq " + q.name() + ": " + srq.error().message();
+        return false;
+      }
+      srqs_[q.name()] = *srq;
+      srq_node_[q.name()] = idx;
+    }
+    for (const auto& m : n.mr()) {
+      auto o = std::make_unique<MrObj>();
+      o->node = idx;
+      o->mem.assign(m.length(), std::byte(m.fill()));
+      std::memcpy(o->mem.data(), m.init().data(), m.init().size());
+      unsigned access = 0;
+      for (const auto& a : m.access()) access |= *parse_access(a);
+      // A fixed virtual address per MR: the ladder and the goldens never
+      // depend on where the heap put the buffer.
+      const uint64_t iova = 0x10000000ull * (mrs_.size() + 1);
+      auto mr = dev.reg_mr(pd, o->mem.data(), o->mem.size(), iova, access);
+      if (!mr) {
+        *error = sc_.path + ": mr " + m.name() + ": " + mr.error().message();
+        return false;
+      }
+      o->mr = *mr;
+      mrs_[m.name()] = std::move(o);
+    }
+    for (const auto& q : n.qp()) {
+      QpInitAttr ia;
+      ia.qp_type = *parse_qp_type(q.type());
+      ia.send_cq = cqs_[q.send_cq()];
+      ia.recv_cq = q.recv_cq().empty() ? ia.send_cq : cqs_[q.recv_cq()];
+      if (!q.srq().empty()) ia.srq = srqs_[q.srq()];
+      ia.cap.max_send_wr = q.max_send_wr() ? q.max_send_wr() : 16;
+      ia.cap.max_recv_wr = q.max_recv_wr() ? q.max_recv_wr() : 16;
+      ia.cap.max_send_sge = q.max_send_sge() ? q.max_send_sge() : 1;
+      ia.cap.max_recv_sge = q.max_recv_sge() ? q.max_recv_sge() : 1;
+      ia.cap.max_inline_data = q.max_inline_data();
+      ia.sq_sig_all = q.sq_sig_all();
+      auto qp = dev.create_qp(pd, ia);
+      if (!qp) {
+        *error = sc_.path + ": qp " + q.name() + ": " + qp.error().message();
+        return false;
+      }
+      qps_[q.name()] = {*qp, idx};
+      rec_.name_qp(idx, (*qp)->qp_num(), q.name());
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "%s: %s QP, qpn 0x%06x", q.name().c_str(),
+                    std::string(to_string(ia.qp_type)).c_str(), (*qp)->qp_num());
+      note(idx, buf);
+    }
+  }
+  return true;
+}
+
+void Run::verb_result(size_t step, int lane, const std::string& verb, std::error_code ec,
+                      const std::string& expect_error, const std::string& reason) {
+  if (!ec) {
+    if (!expect_error.empty()) {
+      ++out_.expectations;
+      note(lane, "✗ " + verb + " succeeded; expected " + expect_error);
+      out_.failures.push_back(sc_.where(step) + ": expected " + verb + " to fail with " + expect_error +
+                              ", got success");
+    }
+    return;
+  }
+  const char* name = strerrorname_np(ec.value());
+  std::string text = "✋ " + verb + " refused: " + (name ? name : errno_text(ec.value()));
+  if (!reason.empty()) text += "; " + reason;
+  if (expect_error.empty()) {
+    note(lane, text);
+    out_.failures.push_back(sc_.where(step) + ": " + verb + " failed: " + errno_text(ec.value()) +
+                            (reason.empty() ? "" : "; " + reason));
+    return;
+  }
+  ++out_.expectations;
+  const int want = *parse_errno(expect_error);
+  if (want == ec.value()) {
+    note(lane, text + " ✓");
+    return;
+  }
+  note(lane, text + " ✗ expected " + expect_error);
+  out_.failures.push_back(sc_.where(step) + ": expected " + verb + " to fail with " + expect_error + ", got " +
+                          errno_text(ec.value()));
+}
+
+bool Run::connect(size_t i, const scenario::Connect& c) {
+  const QpObj& a = qps_[c.qp()];
+  ConnectOptions o;
+  o.timeout = static_cast<uint8_t>(c.has_timeout() ? c.timeout() : 14);
+  o.retry_cnt = static_cast<uint8_t>(c.has_retry_cnt() ? c.retry_cnt() : 7);
+  o.rnr_retry = static_cast<uint8_t>(c.has_rnr_retry() ? c.rnr_retry() : 7);
+  o.min_rnr_timer = static_cast<uint8_t>(c.has_min_rnr_timer() ? c.min_rnr_timer() : 12);
+  o.psn_a = c.sq_psn();
+  o.psn_b = c.peer_sq_psn();
+  Device& da = *bed_->nodes()[static_cast<size_t>(a.node)].dev;
+  std::error_code ec;
+  if (c.peer().empty()) {
+    if (!(ec = qp_to_init(*a.qp, o)) && !(ec = qp_to_rtr(*a.qp, {}, 0, 0, o))) ec = qp_to_rts(*a.qp, o.psn_a, o);
+    verb_result(i, a.node, "connect " + c.qp(), ec, {}, ec ? a.qp->last_refusal() : "");
+    return !ec;
+  }
+  const QpObj& b = qps_[c.peer()];
+  Mtu mtu = std::min(mtus_[static_cast<size_t>(a.node)], mtus_[static_cast<size_t>(b.node)]);
+  if (c.path_mtu()) mtu_from_bytes(c.path_mtu(), &mtu);
+  o.path_mtu = mtu;
+  Device& db = *bed_->nodes()[static_cast<size_t>(b.node)].dev;
+  ec = connect_pair(da, *a.qp, db, *b.qp, o);
+  verb_result(i, a.node, "connect " + c.qp() + " with " + c.peer(), ec, {},
+              ec ? a.qp->last_refusal() + " " + b.qp->last_refusal() : "");
+  return !ec;
+}
+
+void Run::modify(size_t i, const scenario::ModifyQp& m) {
+  const QpObj& q = qps_[m.qp()];
+  QpAttr a;
+  uint32_t mask = 0;
+  for (const auto& name : m.mask()) mask |= *parse_attr_mask(name, nullptr);
+  if (!m.state().empty()) a.qp_state = *parse_qp_state(m.state());
+  for (const auto& acc : m.access()) a.qp_access_flags |= *parse_access(acc);
+  if (m.path_mtu()) mtu_from_bytes(m.path_mtu(), &a.path_mtu);
+  a.dest_qp_num = m.dest_qp().empty() ? m.dest_qp_num() : qps_[m.dest_qp()].qp->qp_num();
+  if (!m.av_node().empty()) {
+    a.ah_attr.dgid = gid_of(node_index(m.av_node()));
+    a.ah_attr.is_global = true;
+    a.ah_attr.hop_limit = 64;
+    a.ah_attr.port_num = kPortNum;
+  }
+  a.rq_psn = m.rq_psn();
+  a.sq_psn = m.sq_psn();
+  a.qkey = m.qkey();
+  a.timeout = static_cast<uint8_t>(m.timeout());
+  a.retry_cnt = static_cast<uint8_t>(m.retry_cnt());
+  a.rnr_retry = static_cast<uint8_t>(m.rnr_retry());
+  a.min_rnr_timer = static_cast<uint8_t>(m.min_rnr_timer());
+  a.max_rd_atomic = static_cast<uint8_t>(m.max_rd_atomic());
+  a.max_dest_rd_atomic = static_cast<uint8_t>(m.max_dest_rd_atomic());
+  a.pkey_index = static_cast<uint16_t>(m.pkey_index());
+  a.port_num = static_cast<uint8_t>(m.port() ? m.port() : kPortNum);
+  std::string masks;
+  for (const auto& name : m.mask()) masks += (masks.empty() ? "" : ",") + name;
+  const std::string verb = "modify_qp " + m.qp() + " to " + (m.state().empty() ? "?" : m.state()) + " [" + masks + "]";
+  const std::error_code ec = q.qp->modify(a, mask);
+  verb_result(i, q.node, verb, ec, m.expect_error(), ec ? q.qp->last_refusal() : "");
+}
+
+std::vector<Sge> Run::sges(const google::protobuf::RepeatedPtrField<scenario::Sge>& in, uint32_t* total) {
+  std::vector<Sge> v;
+  *total = 0;
+  for (const auto& s : in) {
+    const MrObj& m = *mrs_[s.mr()];
+    const uint32_t len = s.length() ? s.length() : static_cast<uint32_t>(m.mem.size() - std::min<uint64_t>(s.offset(), m.mem.size()));
+    v.push_back({m.mr->iova() + s.offset(), len, m.mr->lkey()});
+    *total += len;
+  }
+  return v;
+}
+
+void Run::post_send(size_t i, const scenario::PostSend& p) {
+  const QpObj& q = qps_[p.qp()];
+  uint32_t total = 0;
+  const std::vector<Sge> sg = sges(p.sge(), &total);
+  SendWr wr;
+  wr.wr_id = p.wr_id();
+  wr.opcode = *parse_wr_opcode(p.opcode());
+  wr.sg_list = sg;
+  wr.send_flags = (p.unsignaled() ? 0 : send_flags::kSignaled) | (p.solicited() ? send_flags::kSolicited : 0) |
+                  (p.fence() ? send_flags::kFence : 0) | (p.inline_() ? send_flags::kInline : 0);
+  const uint32_t imm_be = __builtin_bswap32(p.imm());
+  wr.imm_data = imm_be;
+  uint64_t raddr = 0;
+  uint32_t rkey = p.rkey();
+  if (!p.remote_mr().empty()) {
+    const MrObj& r = *mrs_[p.remote_mr()];
+    raddr = r.mr->iova() + p.remote_offset();
+    if (!rkey) rkey = r.mr->rkey();
+  }
+  wr.rdma.remote_addr = raddr;
+  wr.rdma.rkey = rkey;
+  wr.atomic.remote_addr = raddr;
+  wr.atomic.rkey = rkey;
+  wr.atomic.compare_add = p.compare_add();
+  wr.atomic.swap = p.swap();
+  Ah* ah = nullptr;
+  if (!p.dest_qp().empty()) {
+    const QpObj& d = qps_[p.dest_qp()];
+    AhAttr aa;
+    aa.dgid = gid_of(d.node);
+    aa.is_global = true;
+    aa.port_num = kPortNum;
+    auto made = bed_->nodes()[static_cast<size_t>(q.node)].dev->create_ah(pds_[static_cast<size_t>(q.node)], aa);
+    if (made) ah = *made;
+    wr.ud.ah = ah;
+    wr.ud.remote_qpn = d.qp->qp_num();
+    wr.ud.remote_qkey = p.qkey() ? p.qkey() : 0x11111111;
+  }
+  std::string verb = "post_send wr " + std::to_string(p.wr_id()) + " " + std::string(to_string(wr.opcode)) + " " +
+                     std::to_string(total) + " B";
+  if (!p.remote_mr().empty()) verb += " to " + p.remote_mr() + "+" + std::to_string(p.remote_offset());
+  if (!p.dest_qp().empty()) verb += " to " + p.dest_qp();
+  // Noted before posting (the packets it sends follow it); a refusal replaces the note.
+  const size_t at = out_.ladder.entries.size();
+  note(q.node, p.qp() + ": " + verb);
+  size_t n = 0;
+  const std::error_code ec = q.qp->post_send(std::span<const SendWr>(&wr, 1), &n);
+  if (ec) out_.ladder.entries.erase(out_.ladder.entries.begin() + static_cast<std::ptrdiff_t>(at));
+  verb_result(i, q.node, p.qp() + ": " + verb, ec, p.expect_error(), ec ? q.qp->last_refusal() : "");
+  // The AH lives as long as the run: a UD send may still be queued.
+}
+
+void Run::post_recv(size_t i, const scenario::PostRecv& p) {
+  uint32_t total = 0;
+  const std::vector<Sge> sg = sges(p.sge(), &total);
+  RecvWr wr;
+  wr.wr_id = p.wr_id();
+  wr.sg_list = sg;
+  size_t n = 0;
+  const std::string who = p.qp().empty() ? p.srq() : p.qp();
+  const int lane = p.qp().empty() ? srq_node_[p.srq()] : qps_[p.qp()].node;
+  const std::string verb = who + ": post_recv wr " + std::to_string(p.wr_id()) + " " + std::to_string(total) + " B";
+  const size_t at = out_.ladder.entries.size();
+  note(lane, verb);
+  const std::error_code ec = p.qp().empty() ? srqs_[p.srq()]->post_recv(std::span<const RecvWr>(&wr, 1), &n)
+                                            : qps_[p.qp()].qp->post_recv(std::span<const RecvWr>(&wr, 1), &n);
+  if (ec) out_.ladder.entries.erase(out_.ladder.entries.begin() + static_cast<std::ptrdiff_t>(at));
+  verb_result(i, lane, verb, ec, p.expect_error());
+}
+
+void Run::poll_cq(size_t i, const scenario::PollCq& p) {
+  Cq* cq = cqs_[p.cq()];
+  const int lane = cq_node_[p.cq()];
+  const size_t want = p.expect_size() ? static_cast<size_t>(p.expect_size()) : p.count();
+  std::vector<Wc> got;
+  auto take = [&] {
+    Wc wc[16];
+    const size_t room = want ? want - got.size() : 16;
+    const int n = cq->poll(std::span<Wc>(wc, std::min<size_t>(16, room)));
+    for (int k = 0; k < n; ++k) got.push_back(wc[k]);
+    return n;
+  };
+  if (want == 0) {
+    while (take() > 0) {}
+  } else {
+    const Nanos deadline = now() + (p.wait_us() ? Nanos(p.wait_us() * 1000) : kDefaultWait);
+    bed_->run_until([&] { take(); return got.size() >= want; }, deadline);
+  }
+  if (want && got.size() < want) {
+    expect(i, lane, false, std::to_string(want) + " completions on " + p.cq(), std::to_string(got.size()));
+  }
+  for (size_t k = 0; k < got.size() && k < static_cast<size_t>(p.expect_size()); ++k) {
+    const auto& e = p.expect(static_cast<int>(k));
+    const Wc& w = got[k];
+    std::string what = p.cq() + " CQE wr " + std::to_string(e.wr_id());
+    std::string gots = "wr " + std::to_string(w.wr_id);
+    bool ok = w.wr_id == e.wr_id();
+    if (!e.status().empty()) {
+      what += " " + e.status();
+      ok = ok && w.status == *parse_wc_status(e.status());
+    }
+    gots += " " + std::string(to_string(w.status));
+    if (!e.opcode().empty()) {
+      what += " " + e.opcode();
+      ok = ok && w.opcode == *parse_wc_opcode(e.opcode());
+    }
+    gots += " " + std::string(to_string(w.opcode));
+    if (e.has_byte_len()) {
+      what += " " + std::to_string(e.byte_len()) + " B";
+      ok = ok && w.byte_len == e.byte_len();
+    }
+    gots += " " + std::to_string(w.byte_len) + " B";
+    if (!e.qp().empty()) {
+      what += " on " + e.qp();
+      ok = ok && w.qp_num == qps_[e.qp()].qp->qp_num();
+      gots += " on " + rec_.qp_name(lane, w.qp_num);
+    }
+    expect(i, lane, ok, what, gots);
+  }
+}
+
+bool Run::run_idle(size_t i, const scenario::Run& r, std::string*) {
+  const uint64_t limit_us = r.limit_us() ? r.limit_us() : (sc_.s.run_limit_us() ? sc_.s.run_limit_us() : 10'000'000);
+  const Nanos deadline = now() + Nanos(limit_us * 1000);
+  const bool idle = bed_->run_until([&] { return bed_->idle(); }, deadline);
+  if (!idle) {
+    ++out_.expectations;
+    note(-1, "✗ still busy after " + std::to_string(limit_us) + " us");
+    out_.failures.push_back(sc_.where(i) + ": run: the fabric was still busy after " + std::to_string(limit_us) + " us");
+  }
+  return true;
+}
+
+void Run::advance(Nanos d) {
+  const Nanos deadline = now() + d;
+  bed_->run_until([] { return false; }, deadline);
+}
+
+void Run::expect_mem(size_t i, const scenario::ExpectMem& m) {
+  const MrObj& o = *mrs_[m.mr()];
+  std::vector<std::byte> want(m.bytes().size());
+  std::memcpy(want.data(), m.bytes().data(), want.size());
+  if (want.empty()) want.assign(m.length(), std::byte(m.fill()));
+  std::string what = m.mr() + "[" + std::to_string(m.offset()) + ", +" + std::to_string(want.size()) + ")";
+  if (m.offset() > o.mem.size() || want.size() > o.mem.size() - m.offset()) {
+    expect(i, o.node, false, what + " inside the MR", "an MR of " + std::to_string(o.mem.size()) + " bytes");
+    return;
+  }
+  const std::byte* at = o.mem.data() + m.offset();
+  size_t k = 0;
+  while (k < want.size() && at[k] == want[k]) ++k;
+  if (k == want.size()) {
+    expect(i, o.node, true, what + " holds the expected bytes", "");
+    return;
+  }
+  const size_t n = std::min<size_t>(16, want.size() - k);
+  expect(i, o.node, false,
+         what + " at +" + std::to_string(k) + ": " + hex(want.data() + k, n), hex(at + k, n));
+}
+
+void Run::expect_counter(size_t i, const scenario::ExpectCounter& c) {
+  const int node = node_index(c.node());
+  const Counters cs = c.qp().empty() ? bed_->nodes()[static_cast<size_t>(node)].dev->counters()
+                                     : qps_[c.qp()].qp->counters();
+  uint64_t v = 0;
+  cs.for_each([&](std::string_view n, uint64_t x) { if (n == c.name()) v = x; });
+  const std::string who = c.qp().empty() ? c.node() : c.qp();
+  expect(i, node, c.at_least() ? v >= c.value() : v == c.value(),
+         who + " " + c.name() + (c.at_least() ? " >= " : " = ") + std::to_string(c.value()), std::to_string(v));
+}
+
+bool Run::steps(std::string* error) {
+  using K = scenario::Step::KindCase;
+  for (size_t i = 0; i < static_cast<size_t>(sc_.s.step_size()); ++i) {
+    const auto& st = sc_.s.step(static_cast<int>(i));
+    switch (st.kind_case()) {
+      case K::kConnect: connect(i, st.connect()); break;
+      case K::kModifyQp: modify(i, st.modify_qp()); break;
+      case K::kPostSend: post_send(i, st.post_send()); break;
+      case K::kPostRecv: post_recv(i, st.post_recv()); break;
+      case K::kPollCq: poll_cq(i, st.poll_cq()); break;
+      case K::kAdvance: advance(Nanos(st.advance().us() * 1000 + st.advance().ns())); break;
+      case K::kRun:
+        if (!run_idle(i, st.run(), error)) return false;
+        break;
+      case K::kFault: {
+        const int n = node_index(st.fault().node());
+        FaultRules rules = parse_fault_schedule(st.fault().rules());
+        if (!rules.ok()) {
+          *error = sc_.where(i) + ": fault: " + rules.error;
+          return false;
+        }
+        bed_->nodes()[static_cast<size_t>(n)].faults->add_rules(rules.rules);
+        note(n, "fault: " + st.fault().rules());
+        break;
+      }
+      case K::kExpectQp: {
+        const QpObj& q = qps_[st.expect_qp().qp()];
+        const QpState want = *parse_qp_state(st.expect_qp().state());
+        expect(i, q.node, q.qp->state() == want, st.expect_qp().qp() + " in " + std::string(to_string(want)),
+               std::string(to_string(q.qp->state())));
+        break;
+      }
+      case K::kExpectMem: expect_mem(i, st.expect_mem()); break;
+      case K::kExpectCounter: expect_counter(i, st.expect_counter()); break;
+      case K::kNote: note(-1, st.note().text()); break;
+      case K::KIND_NOT_SET: break;
+    }
+  }
+  // Whatever is still on its way arrives (or is lost) before the ladder ends.
+  bed_->run_until([&] { return bed_->idle(); }, now() + std::chrono::seconds(1));
+  return true;
+}
+
+}  // namespace
+
+bool run_scenario(const LoadedScenario& sc, const SimOptions& opt, SimResult* out, std::string* error) {
+  Run run(sc, *out);
+  if (!run.setup(opt, error)) return false;
+  const bool ok = run.steps(error);
+  run.finish();
+  return ok;
+}
+
+}  // namespace rocelab::sim
