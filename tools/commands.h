@@ -17,6 +17,7 @@ void register_devices(CLI::App& app);
 void register_fsm(CLI::App& app);
 void register_events(CLI::App& app);
 void register_sim(CLI::App& app);
+void register_ladder(CLI::App& app);
 
 // The verbs shim next to this program: <dir of rocelab>/../lib/librocelab_verbs.so.
 std::filesystem::path shim_library_path();

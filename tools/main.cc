@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   rocelab::tools::register_fsm(app);
   rocelab::tools::register_events(app);
   rocelab::tools::register_sim(app);
+  rocelab::tools::register_ladder(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

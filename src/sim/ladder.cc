@@ -79,7 +79,7 @@ std::string xml_escape(const std::string& s) {
 }
 
 constexpr size_t kTimeCols = 13;  // "%12.3f" and a space
-constexpr size_t kLaneWidth = 60;
+constexpr size_t kMinLaneWidth = 60;
 
 }  // namespace
 
@@ -93,6 +93,7 @@ std::string LadderPacket::label() const {
   if (retransmission) s += " (again)";
   if (delayed) s += " (delayed)";
   if (corrupted) s += " (corrupted)";
+  if (bad_icrc) s += " (bad ICRC)";
   if (copies != 0) s += " (x" + std::to_string(copies + 1) + ")";
   return s;
 }
@@ -113,7 +114,10 @@ std::vector<const LadderEntry*> Ladder::ordered() const {
 
 std::string render_text(const Ladder& l) {
   const size_t n = l.lanes.size();
-  auto lane_col = [&](int lane) { return kTimeCols + static_cast<size_t>(lane) * kLaneWidth; };
+  // Wide enough for the longest arrow label between neighbouring lanes.
+  size_t lane_width = kMinLaneWidth;
+  for (const auto& p : l.packets) lane_width = std::max(lane_width, cells(p.label()) + 8);
+  auto lane_col = [&](int lane) { return kTimeCols + static_cast<size_t>(lane) * lane_width; };
   auto bars = [&]() {
     Row row(kTimeCols, " ");
     for (size_t i = 0; i < n; ++i) put(row, lane_col(static_cast<int>(i)), "│");
@@ -151,7 +155,7 @@ std::string render_text(const Ladder& l) {
         } else {
           put(row, right ? b : a, right ? "▶" : "◀");
         }
-        const size_t label_at = right ? a + 2 : b - 1 - label_cells;
+        const size_t label_at = right ? a + 2 : std::max(a + 1, b - 1 - label_cells);
         put(row, label_at, label);
       }
     } else if (e->lane < 0) {

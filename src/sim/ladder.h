@@ -32,6 +32,7 @@ struct LadderPacket {
   unsigned copies = 0;     // deliveries beyond the first (duplicated on the way)
   bool retransmission = false;
   bool corrupted = false, delayed = false;  // by the fault injector
+  bool bad_icrc = false;                     // (captures) the ICRC does not match
   uint8_t opcode = 0;
   uint32_t psn = 0, dest_qpn = 0, payload_len = 0;
   bool ack_req = false;
