@@ -15,7 +15,7 @@ namespace rocelab::tools {
 namespace {
 
 struct LadderOptions {
-  std::string capture, svg;
+  std::string capture, svg, html;
   size_t max_packets = 2000;
 };
 
@@ -40,6 +40,14 @@ int run(const LadderOptions& o) {
       return 2;
     }
   }
+  if (!o.html.empty()) {
+    std::ofstream f(o.html, std::ios::binary);
+    f << sim::render_html(cl.ladder, o.capture);
+    if (!f.flush()) {
+      std::fprintf(stderr, "rocelab ladder: cannot write %s\n", o.html.c_str());
+      return 2;
+    }
+  }
   if (!cl.damaged.empty()) {
     std::fprintf(stderr, "rocelab ladder: %s: the capture is damaged after %zu packets: %s\n", o.capture.c_str(),
                  cl.roce_packets + cl.other_frames + cl.bad_packets, cl.damaged.c_str());
@@ -55,6 +63,7 @@ void register_ladder(CLI::App& app) {
   auto* cmd = app.add_subcommand("ladder", "Draw a capture as a ladder diagram: a lane per address, an arrow per packet");
   cmd->add_option("capture", o->capture, "a pcap or pcapng file")->required();
   cmd->add_option("--svg", o->svg, "draw the ladder as SVG into FILE");
+  cmd->add_option("--html", o->html, "write a self-contained step-through page (open it in a browser; #step=N)");
   cmd->add_option("--max", o->max_packets, "draw at most N packets (the rest are counted)")
       ->check(CLI::Range(size_t{1}, size_t{1000000}));
   cmd->callback([o] { exit_code() = run(*o); });

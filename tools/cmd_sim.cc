@@ -18,7 +18,7 @@ namespace {
 
 struct SimCmdOptions {
   std::string scenario;
-  std::string pcap, events, svg;
+  std::string pcap, events, svg, html;
   bool quiet = false;
 };
 
@@ -51,6 +51,11 @@ int run(const SimCmdOptions& o) {
     std::fprintf(stderr, "rocelab sim: cannot write %s\n", o.svg.c_str());
     return 2;
   }
+  if (!o.html.empty() && !write_file(o.html, sim::render_html(res.ladder, sc->s.title().empty() ? o.scenario
+                                                                                          : sc->s.title()))) {
+    std::fprintf(stderr, "rocelab sim: cannot write %s\n", o.html.c_str());
+    return 2;
+  }
   if (res.failures.empty()) {
     std::printf("\n%zu expectation%s, all hold\n", res.expectations, res.expectations == 1 ? "" : "s");
     return 0;
@@ -70,6 +75,7 @@ void register_sim(CLI::App& app) {
   cmd->add_option("--pcap", o->pcap, "write every packet to this pcap file");
   cmd->add_option("--events", o->events, "write the engine's event log (rocelab events reads it)");
   cmd->add_option("--svg", o->svg, "draw the ladder as SVG into FILE");
+  cmd->add_option("--html", o->html, "write a self-contained step-through page (open it in a browser; #step=N)");
   cmd->add_flag("-q,--quiet", o->quiet, "print only whether the expectations hold");
   cmd->callback([o] { exit_code() = run(*o); });
 }

@@ -66,6 +66,7 @@ bool ladder_from_capture(const std::string& path, size_t max_packets, CaptureLad
     p.payload_len = static_cast<uint32_t>(d->roce.payload.size());
     p.ack_req = h.bth.ack_req;
     p.bad_icrc = !d->icrc_ok();
+    p.headers = header_lines(d->roce);
     if (h.info().carries(wire::Hdr::kAeth)) {
       p.aeth_syndrome = h.aeth.syndrome;
       p.msn = h.aeth.msn;

@@ -78,10 +78,83 @@ std::string xml_escape(const std::string& s) {
   return out;
 }
 
+std::string json_escape(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '<': out += "\\u003c"; break;  // never "</script>" inside the page's script
+      default:
+        if (c < 0x20) {
+          char b[8];
+          std::snprintf(b, sizeof b, "\\u%04x", c);
+          out += b;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
 constexpr size_t kTimeCols = 13;  // "%12.3f" and a space
 constexpr size_t kMinLaneWidth = 60;
 
 }  // namespace
+
+std::string header_lines(const wire::RocePacket& p) {
+  const wire::RoceHeaders& h = p.hdr;
+  const wire::OpInfo& info = h.info();
+  char b[256];
+  std::snprintf(b, sizeof b,
+                "BTH    opcode 0x%02x (%s) se %d m %d pad %u tver %u pkey 0x%04x fecn %d becn %d "
+                "dest_qp 0x%06x a %d psn %u\n",
+                h.bth.opcode, info.valid ? std::string(info.name).c_str() : "?", h.bth.se, h.bth.mig_req,
+                h.bth.pad_count, h.bth.tver, h.bth.pkey, h.bth.fecn, h.bth.becn, h.bth.dest_qpn.value(),
+                h.bth.ack_req, h.bth.psn.value());
+  std::string s = b;
+  if (info.carries(wire::Hdr::kXrcEth)) {
+    std::snprintf(b, sizeof b, "XRCETH srq 0x%06x\n", h.xrceth.srqn);
+    s += b;
+  }
+  if (info.carries(wire::Hdr::kDeth)) {
+    std::snprintf(b, sizeof b, "DETH   qkey 0x%08x src_qp 0x%06x\n", h.deth.qkey, h.deth.src_qpn.value());
+    s += b;
+  }
+  if (info.carries(wire::Hdr::kReth)) {
+    std::snprintf(b, sizeof b, "RETH   va 0x%016llx rkey 0x%08x len %u\n",
+                  static_cast<unsigned long long>(h.reth.va), h.reth.rkey, h.reth.dma_len);
+    s += b;
+  }
+  if (info.carries(wire::Hdr::kAtomicEth)) {
+    std::snprintf(b, sizeof b, "AtomicETH va 0x%016llx rkey 0x%08x swap/add %llu compare %llu\n",
+                  static_cast<unsigned long long>(h.atomic_eth.va), h.atomic_eth.rkey,
+                  static_cast<unsigned long long>(h.atomic_eth.swap_add),
+                  static_cast<unsigned long long>(h.atomic_eth.compare));
+    s += b;
+  }
+  if (info.carries(wire::Hdr::kAeth)) {
+    std::snprintf(b, sizeof b, "AETH   syndrome 0x%02x (%s) msn %u\n", h.aeth.syndrome,
+                  aeth_text(h.aeth.syndrome, h.aeth.msn).c_str(), h.aeth.msn);
+    s += b;
+  }
+  if (info.carries(wire::Hdr::kAtomicAckEth)) {
+    std::snprintf(b, sizeof b, "AtomicAckETH orig %llu\n", static_cast<unsigned long long>(h.atomic_ack_eth.orig));
+    s += b;
+  }
+  if (info.carries(wire::Hdr::kImmDt)) {
+    std::snprintf(b, sizeof b, "ImmDt  0x%08x\n", h.immdt.imm);
+    s += b;
+  }
+  if (info.carries(wire::Hdr::kIeth)) {
+    std::snprintf(b, sizeof b, "IETH   rkey 0x%08x\n", h.ieth.rkey);
+    s += b;
+  }
+  std::snprintf(b, sizeof b, "payload %zu bytes, ICRC 0x%08x\n", p.payload.size(), p.icrc);
+  return s + b;
+}
 
 std::string LadderPacket::label() const {
   const wire::OpInfo& info = wire::op_info(opcode);
@@ -324,6 +397,7 @@ void LadderRecorder::on_packet(int lane, emu::Direction dir, Nanos t, const emu:
     p.dest_qpn = h.bth.dest_qpn.value();
     p.payload_len = len;
     p.ack_req = h.bth.ack_req;
+    p.headers = header_lines(*pkt);
     if (h.info().carries(wire::Hdr::kAeth)) {
       p.aeth_syndrome = h.aeth.syndrome;
       p.msn = h.aeth.msn;
@@ -363,12 +437,20 @@ void LadderRecorder::on_packet(int lane, emu::Direction dir, Nanos t, const emu:
 void LadderRecorder::on_event(int lane, const emu::EngineEvent& e) {
   using emu::EventKind;
   const std::string qp = qp_name(lane, e.qpn);
+  auto view = qp_view_.find({lane, e.qpn});
+  QpView* v = view == qp_view_.end() ? nullptr : &qps_[view->second];
   switch (e.kind) {
     case EventKind::kWrPosted:
     case EventKind::kRecvPosted:
+      return;  // the runner notes verbs by name; packets come from the tap
     case EventKind::kPacketSent:
     case EventKind::kPacketReceived:
-      return;  // the runner notes verbs by name; packets come from the tap
+      // Packets are drawn from the tap; here only the PSNs of the page's QP view.
+      if (v && wire::op_info(e.bth_opcode).is(wire::OpClass::kRequest)) {
+        (e.kind == EventKind::kPacketSent ? v->sent_psn : v->rcvd_psn) = e.psn;
+        snapshot(e.time);
+      }
+      return;
     case EventKind::kPacketDropped: {
       const wire::OpInfo& info = wire::op_info(e.bth_opcode);
       l_.note(e.time, lane, qp + ": ignored " + std::string(info.valid ? info.name : "packet") + " psn " +
@@ -380,18 +462,105 @@ void LadderRecorder::on_event(int lane, const emu::EngineEvent& e) {
                                 std::to_string(e.psn) + ")");
       return;
     case EventKind::kCompletion: {
-      std::string t = qp + ": CQE wr " + std::to_string(e.wr_id) + " " + std::string(emu::to_string(e.wc_opcode)) +
-                      " " + std::string(emu::to_string(e.status));
+      std::string t = "wr " + std::to_string(e.wr_id) + " " + std::string(emu::to_string(e.wc_opcode)) + " " +
+                      std::string(emu::to_string(e.status));
       if (e.status == emu::WcStatus::kSuccess) t += " " + std::to_string(e.length) + " B";
-      l_.note(e.time, lane, t);
+      l_.note(e.time, lane, qp + ": CQE " + t);
+      if (v) {
+        const bool recv = e.wc_opcode == emu::WcOpcode::kRecv || e.wc_opcode == emu::WcOpcode::kRecvRdmaWithImm;
+        auto& q = recv ? v->rq : v->sq;
+        for (auto it = q.begin(); it != q.end(); ++it) {
+          if (*it == e.wr_id) {
+            q.erase(it);
+            break;
+          }
+        }
+        const std::string& cq = recv ? v->recv_cq : v->send_cq;
+        for (auto& [name, cqes] : cqs_)
+          if (name == cq) cqes.push_back(v->name + ": " + t);
+        snapshot(e.time);
+      }
       return;
     }
     case EventKind::kQpStateChange:
       l_.note(e.time, lane, qp + ": " + std::string(emu::to_string(e.from)) + " → " + std::string(emu::to_string(e.to)));
+      if (v) {
+        v->state = std::string(emu::to_string(e.to));
+        snapshot(e.time);
+      }
       return;
     case EventKind::kAsyncEvent:
       l_.note(e.time, lane, qp + ": async event " + std::string(emu::to_string(e.async)));
       return;
+  }
+}
+
+void LadderRecorder::add_qp_view(int lane, uint32_t qpn, const std::string& name, const std::string& send_cq,
+                                 const std::string& recv_cq) {
+  name_qp(lane, qpn, name);
+  QpView v;
+  v.lane = lane;
+  v.name = name;
+  v.send_cq = send_cq;
+  v.recv_cq = recv_cq;
+  qp_view_[{lane, qpn}] = qps_.size();
+  qps_.push_back(std::move(v));
+  for (const std::string& cq : {send_cq, recv_cq}) {
+    bool known = false;
+    for (const auto& c : cqs_) known = known || c.first == cq;
+    if (!known) cqs_.push_back({cq, {}});
+  }
+  snapshot(Nanos(0));
+}
+
+void LadderRecorder::posted(Nanos t, int lane, uint32_t qpn, bool send, uint64_t wr_id) {
+  auto it = qp_view_.find({lane, qpn});
+  if (it == qp_view_.end()) return;
+  (send ? qps_[it->second].sq : qps_[it->second].rq).push_back(wr_id);
+  snapshot(t);
+}
+
+void LadderRecorder::polled(Nanos t, const std::string& cq, size_t n) {
+  if (n == 0) return;
+  for (auto& [name, cqes] : cqs_)
+    if (name == cq) cqes.erase(cqes.begin(), cqes.begin() + static_cast<std::ptrdiff_t>(std::min(n, cqes.size())));
+  snapshot(t);
+}
+
+void LadderRecorder::set_counters(Nanos t, std::string text) {
+  if (text == counters_) return;
+  counters_ = std::move(text);
+  snapshot(t);
+}
+
+void LadderRecorder::snapshot(Nanos t) {
+  std::string j = "{\"qps\":[";
+  for (size_t i = 0; i < qps_.size(); ++i) {
+    const QpView& q = qps_[i];
+    auto psn = [](const std::optional<uint32_t>& p) { return p ? std::to_string(*p) : std::string("null"); };
+    auto ids = [](const std::vector<uint64_t>& v) {
+      std::string s = "[";
+      for (size_t k = 0; k < v.size(); ++k) s += (k ? "," : "") + std::to_string(v[k]);
+      return s + "]";
+    };
+    j += std::string(i ? "," : "") + "{\"name\":" + json_escape(q.name) + ",\"node\":" +
+         json_escape(l_.lanes[static_cast<size_t>(q.lane)]) + ",\"state\":" + json_escape(q.state) +
+         ",\"sent_psn\":" + psn(q.sent_psn) + ",\"rcvd_psn\":" + psn(q.rcvd_psn) + ",\"sq\":" + ids(q.sq) +
+         ",\"rq\":" + ids(q.rq) + "}";
+  }
+  j += "],\"cqs\":[";
+  for (size_t i = 0; i < cqs_.size(); ++i) {
+    j += std::string(i ? "," : "") + "{\"name\":" + json_escape(cqs_[i].first) + ",\"cqes\":[";
+    for (size_t k = 0; k < cqs_[i].second.size(); ++k) j += (k ? "," : "") + json_escape(cqs_[i].second[k]);
+    j += "]}";
+  }
+  j += "],\"counters\":" + json_escape(counters_) + "}";
+  if (!l_.state_at.empty() && l_.state_at.back() == l_.entries.size() && l_.state_time.back() == t) {
+    l_.states.back() = std::move(j);  // nothing drawn since the last one: replace it
+  } else {
+    l_.states.push_back(std::move(j));
+    l_.state_at.push_back(l_.entries.size());
+    l_.state_time.push_back(t);
   }
 }
 
@@ -425,6 +594,185 @@ void LadderRecorder::finish(bool fabric_idle) {
     for (size_t idx : v)
       l_.packets[idx].fate = fabric_idle ? LadderPacket::Fate::kDropped : LadderPacket::Fate::kInFlight;
   }
+}
+
+}  // namespace rocelab::sim
+
+namespace rocelab::sim {
+
+namespace {
+
+// The page's script and style: plain DOM, no library, nothing fetched.
+constexpr const char* kHtmlHead = R"HTML(<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>rocelab ladder</title>
+<style>
+body { font-family: sans-serif; margin: 1em; color: #222; }
+h1 { font-size: 1.2em; margin: 0 0 .5em 0; }
+h2 { font-size: 1em; margin: 1em 0 .3em 0; }
+#controls { position: sticky; top: 0; background: #fff; padding: .4em 0; border-bottom: 1px solid #ccc; }
+#slider { width: 40%; vertical-align: middle; }
+#main { display: flex; gap: 1.5em; align-items: flex-start; }
+#ladder { flex: 3; overflow-x: auto; font-size: 12px; line-height: 1.35; margin: 0; }
+#ladder mark { background: #ffe58a; }
+#side { flex: 2; min-width: 26em; font-size: 13px; }
+#side pre { background: #f6f6f6; padding: .5em; white-space: pre-wrap; margin: 0; }
+table { border-collapse: collapse; }
+td, th { border: 1px solid #ccc; padding: 2px 6px; font-family: monospace; text-align: left; }
+.ERR, .SQE { color: #b00; font-weight: bold; }
+.RTS { color: #060; font-weight: bold; }
+</style></head>
+<body>
+<h1 id="title"></h1>
+<div id="controls">
+  <button id="first" title="first step (Home)">|◀</button>
+  <button id="prev" title="previous step (←)">◀ previous</button>
+  <input type="range" id="slider" min="1" value="1">
+  <button id="next" title="next step (→)">next ▶</button>
+  <button id="last" title="last step (End)">▶|</button>
+  <span>step <b id="step">1</b> of <span id="total"></span> · <span id="time"></span> µs</span>
+</div>
+<div id="main">
+<pre id="ladder"></pre>
+<div id="side">
+  <h2>This step</h2><pre id="now"></pre>
+  <h2>Packet headers</h2><pre id="headers">(not a packet)</pre>
+  <h2>Queue pairs</h2>
+  <table><thead><tr><th>QP</th><th>node</th><th>state</th><th>last PSN sent</th><th>last PSN received</th>
+  <th>send queue (wr_id)</th><th>receive queue (wr_id)</th></tr></thead><tbody id="qps"></tbody></table>
+  <h2>Completion queues</h2><div id="cqs"></div>
+  <h2>Counters (after the script step)</h2><pre id="counters"></pre>
+</div></div>
+<script>const DATA = )HTML";
+
+constexpr const char* kHtmlTail = R"HTML(;</script>
+<script>
+(function () {
+  const $ = (id) => document.getElementById(id);
+  const n = DATA.steps.length;
+  let cur = 1;
+  $("title").textContent = DATA.title;
+  $("total").textContent = n;
+  $("slider").max = Math.max(n, 1);
+  function text(el, t) { el.textContent = t; }
+  function show(k) {
+    if (n === 0) { text($("now"), "(nothing happened)"); return; }
+    cur = Math.min(Math.max(k, 1), n);
+    const st = DATA.steps[cur - 1];
+    $("slider").value = cur;
+    text($("step"), cur);
+    text($("time"), st.time);
+    // The ladder so far, the current row marked.
+    const lad = $("ladder");
+    lad.textContent = DATA.header + "\n" + DATA.rows.slice(0, cur - 1).join("\n") + (cur > 1 ? "\n" : "");
+    const m = document.createElement("mark");
+    m.id = "current";
+    m.textContent = DATA.rows[cur - 1];
+    lad.appendChild(m);
+    text($("now"), st.text);
+    text($("headers"), st.headers || "(not a packet)");
+    const s = st.state >= 0 ? DATA.states[st.state] : null;
+    const tb = $("qps");
+    tb.textContent = "";
+    const cqs = $("cqs");
+    cqs.textContent = "";
+    if (s) {
+      for (const q of s.qps) {
+        const tr = document.createElement("tr");
+        const cells = [q.name, q.node, q.state, q.sent_psn === null ? "–" : q.sent_psn,
+                       q.rcvd_psn === null ? "–" : q.rcvd_psn, q.sq.join(" "), q.rq.join(" ")];
+        const keys = ["name", "node", "state", "sent", "rcvd", "sq", "rq"];
+        cells.forEach((c, i) => {
+          const td = document.createElement("td");
+          td.textContent = c;
+          td.id = "qp-" + q.name + "-" + keys[i];
+          if (keys[i] === "state") td.className = q.state;
+          tr.appendChild(td);
+        });
+        tb.appendChild(tr);
+      }
+      for (const c of s.cqs) {
+        const p = document.createElement("pre");
+        p.id = "cq-" + c.name;
+        p.textContent = c.name + ": " + (c.cqes.length ? "\n  " + c.cqes.join("\n  ") : "(empty)");
+        cqs.appendChild(p);
+      }
+      text($("counters"), s.counters || "(none yet)");
+    } else {
+      text($("counters"), "(a capture: the nodes' state is not known)");
+    }
+    history.replaceState(null, "", "#step=" + cur);
+  }
+  function fromHash() {
+    const m = /step=(\d+)/.exec(location.hash);
+    return m ? parseInt(m[1], 10) : 1;
+  }
+  $("prev").onclick = () => show(cur - 1);
+  $("next").onclick = () => show(cur + 1);
+  $("first").onclick = () => show(1);
+  $("last").onclick = () => show(n);
+  $("slider").oninput = (e) => show(parseInt(e.target.value, 10));
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "ArrowRight") show(cur + 1);
+    else if (e.key === "ArrowLeft") show(cur - 1);
+    else if (e.key === "Home") show(1);
+    else if (e.key === "End") show(n);
+  });
+  window.addEventListener("hashchange", () => show(fromHash()));
+  show(fromHash());
+})();
+</script>
+</body></html>
+)HTML";
+
+}  // namespace
+
+std::string render_html(const Ladder& l, const std::string& title) {
+  // The rows of the terminal drawing, the same characters: line 0 is the header.
+  const std::string text = render_text(l);
+  std::vector<std::string> lines;
+  for (size_t at = 0; at < text.size();) {
+    const size_t nl = text.find('\n', at);
+    lines.push_back(text.substr(at, nl == std::string::npos ? std::string::npos : nl - at));
+    at = nl == std::string::npos ? text.size() : nl + 1;
+  }
+  const auto order = l.ordered();
+  std::string j = "{\"title\":" + json_escape(title) + ",\"header\":" + json_escape(lines.empty() ? "" : lines[0]) +
+                  ",\"rows\":[";
+  for (size_t i = 1; i < lines.size(); ++i) j += (i > 1 ? "," : "") + json_escape(lines[i]);
+  j += "],\"steps\":[";
+  // An entry shows the latest state taken before the next entry was drawn, and
+  // not later than its own time (packets arrive between entries: a state taken
+  // at their arrival belongs to the entries at that time).
+  size_t s = 0;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const LadderEntry& e = *order[i];
+    while (s < l.state_at.size() && l.state_at[s] <= e.seq + 1 && l.state_time[s] <= e.time) ++s;
+    const long state = s == 0 ? -1 : static_cast<long>(s - 1);
+    std::string what = e.text, headers;
+    if (e.packet) {
+      const LadderPacket& p = l.packets[*e.packet];
+      what = p.label();
+      if (p.from >= 0 && p.to >= 0)
+        what = l.lanes[static_cast<size_t>(p.from)] + " → " + l.lanes[static_cast<size_t>(p.to)] + ": " + what;
+      if (p.fate == LadderPacket::Fate::kDropped) what += "\n(lost: it never arrived)";
+      headers = p.headers;
+    } else if (e.lane >= 0) {
+      what = l.lanes[static_cast<size_t>(e.lane)] + ": " + what;
+    }
+    char t[32];
+    std::snprintf(t, sizeof t, "%.3f", static_cast<double>(e.time.count()) / 1000.0);
+    j += std::string(i ? "," : "") + "{\"time\":" + json_escape(t) + ",\"text\":" + json_escape(what) +
+         ",\"headers\":" + json_escape(headers) + ",\"state\":" + std::to_string(state) + "}";
+  }
+  j += "],\"states\":[";
+  for (size_t i = 0; i < l.states.size(); ++i) j += (i ? "," : "") + l.states[i];
+  j += "]}";
+  std::string page = kHtmlHead;
+  const std::string t = xml_escape(title.empty() ? "rocelab ladder" : title);
+  page.replace(page.find("<title>rocelab ladder</title>"), 29, "<title>" + t + "</title>");
+  return page + j + kHtmlTail;
 }
 
 }  // namespace rocelab::sim

@@ -18,6 +18,7 @@
 #include "emu/records.h"
 #include "emu/transport/fault_injector.h"
 #include "wire/ip_udp.h"
+#include "wire/packet.h"
 
 namespace rocelab::sim {
 
@@ -33,6 +34,7 @@ struct LadderPacket {
   bool retransmission = false;
   bool corrupted = false, delayed = false;  // by the fault injector
   bool bad_icrc = false;                     // (captures) the ICRC does not match
+  std::string headers;        // every header field, a line per header (header_lines)
   uint8_t opcode = 0;
   uint32_t psn = 0, dest_qpn = 0, payload_len = 0;
   bool ack_req = false;
@@ -53,6 +55,11 @@ struct Ladder {
   std::vector<std::string> lanes;  // "alice 10.0.0.1"
   std::vector<LadderPacket> packets;
   std::vector<LadderEntry> entries;
+  // Snapshots of what the nodes hold (QPs with state, PSNs and queues, CQs,
+  // counters), as JSON objects, for the step-through page; empty for captures.
+  std::vector<std::string> states;
+  std::vector<size_t> state_at;  // entries.size() when each state was taken
+  std::vector<Nanos> state_time; // ... and the time it holds for
 
   // A line of text beside a lane (or across the diagram with lane -1).
   void note(Nanos t, int lane, std::string text);
@@ -65,6 +72,14 @@ struct Ladder {
 std::string render_text(const Ladder& l);
 // The same as a standalone SVG document.
 std::string render_svg(const Ladder& l);
+// A self-contained step-through page (no server, nothing fetched): previous /
+// next / a slider over the entries; at each step the ladder so far, the
+// packet's headers, each QP's state, PSNs and queues, the CQs and the
+// counters. `#step=N` (1-based) in the URL opens step N.
+std::string render_html(const Ladder& l, const std::string& title);
+
+// Every header of a RoCEv2 packet, a line each ("BTH opcode 0x06 ...").
+std::string header_lines(const wire::RocePacket& p);
 
 // Records a simulation into a Ladder: install tap(i)/sink(i) on node i's
 // device. Packets sent are matched to packets received (by source, destination,
@@ -77,6 +92,14 @@ class LadderRecorder {
   // Node i receives on addr; qp names by QPN for the lane's notes.
   void add_lane(const std::string& label, const wire::IpAddr& addr);
   void name_qp(int lane, uint32_t qpn, std::string name);
+  // For the step-through page: a QP's queues and CQs, WRs posted and
+  // completions polled (the runner tells; the engine's events tell the rest),
+  // and the counters after a script step (text, a line per counter).
+  void add_qp_view(int lane, uint32_t qpn, const std::string& name, const std::string& send_cq,
+                   const std::string& recv_cq);
+  void posted(Nanos t, int lane, uint32_t qpn, bool send, uint64_t wr_id);
+  void polled(Nanos t, const std::string& cq, size_t n);
+  void set_counters(Nanos t, std::string text);
   emu::PacketTap* tap(int lane, emu::PacketTap* forward);
   emu::EventSink* sink(int lane, emu::EventSink* forward);
   // What node `lane`'s fault injector did (FaultInjector::set_observer): a
@@ -104,6 +127,19 @@ class LadderRecorder {
   std::map<Key, std::vector<size_t>> pending_;  // sent, not yet received (FIFO)
   std::map<Key, size_t> last_delivered_;
   std::map<std::tuple<int, uint32_t, uint32_t>, bool> sent_requests_;  // (from, qpn, psn)
+
+  // The step-through page's view of the nodes.
+  struct QpView {
+    int lane = 0;
+    std::string name, state = "RESET", send_cq, recv_cq;
+    std::optional<uint32_t> sent_psn, rcvd_psn;  // last request PSN sent / received
+    std::vector<uint64_t> sq, rq;               // WR ids not yet completed
+  };
+  void snapshot(Nanos t);  // pushes the view to l_.states
+  std::vector<QpView> qps_;
+  std::map<std::pair<int, uint32_t>, size_t> qp_view_;  // (lane, qpn) -> qps_ index
+  std::vector<std::pair<std::string, std::vector<std::string>>> cqs_;  // name, CQEs waiting
+  std::string counters_;
 };
 
 }  // namespace rocelab::sim

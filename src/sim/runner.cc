@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <memory>
 
 #include "emu/connect.h"
@@ -61,7 +62,26 @@ class Run {
   };
 
   Nanos now() const { return bed_->now(); }
-  void note(int lane, std::string text) { out_.ladder.note(now(), lane, std::move(text)); }
+  void note(int lane, std::string text) {
+    if (replace_) {  // a verb's note, now its refusal: same place in the ladder
+      out_.ladder.entries[*replace_].text = std::move(text);
+      replace_.reset();
+      return;
+    }
+    out_.ladder.note(now(), lane, std::move(text));
+  }
+  // The counters of every node (those not zero), for the step-through page.
+  std::string counters_text() const {
+    std::string t;
+    for (const auto& n : bed_->nodes()) {
+      std::string line;
+      n.dev->counters().for_each([&](std::string_view name, uint64_t v) {
+        if (v) line += " " + std::string(name) + " " + std::to_string(v);
+      });
+      t += n.name + ":" + (line.empty() ? " (all zero)" : line) + "\n";
+    }
+    return t;
+  }
   // An expectation: noted on the ladder, and a failure when it does not hold.
   void expect(size_t step, int lane, bool ok, const std::string& what, const std::string& got) {
     ++out_.expectations;
@@ -111,6 +131,7 @@ class Run {
   std::map<std::string, std::unique_ptr<MrObj>> mrs_;
   std::map<std::string, QpObj> qps_;
   std::map<std::string, int> cq_node_, srq_node_;
+  std::optional<size_t> replace_;  // note() rewrites this entry instead of adding one
 };
 
 bool Run::setup(const SimOptions& opt, std::string* error) {
@@ -225,7 +246,7 @@ bool Run::setup(const SimOptions& opt, std::string* error) {
         return false;
       }
       qps_[q.name()] = {*qp, idx};
-      rec_.name_qp(idx, (*qp)->qp_num(), q.name());
+      rec_.add_qp_view(idx, (*qp)->qp_num(), q.name(), q.send_cq(), q.recv_cq().empty() ? q.send_cq() : q.recv_cq());
       char buf[96];
       std::snprintf(buf, sizeof buf, "%s: %s QP, qpn 0x%06x", q.name().c_str(),
                     std::string(to_string(ia.qp_type)).c_str(), (*qp)->qp_num());
@@ -385,7 +406,8 @@ void Run::post_send(size_t i, const scenario::PostSend& p) {
   note(q.node, p.qp() + ": " + verb);
   size_t n = 0;
   const std::error_code ec = q.qp->post_send(std::span<const SendWr>(&wr, 1), &n);
-  if (ec) out_.ladder.entries.erase(out_.ladder.entries.begin() + static_cast<std::ptrdiff_t>(at));
+  if (ec) replace_ = at;
+  if (!ec) rec_.posted(now(), q.node, q.qp->qp_num(), true, p.wr_id());
   verb_result(i, q.node, p.qp() + ": " + verb, ec, p.expect_error(), ec ? q.qp->last_refusal() : "");
   // The AH lives as long as the run: a UD send may still be queued.
 }
@@ -404,7 +426,8 @@ void Run::post_recv(size_t i, const scenario::PostRecv& p) {
   note(lane, verb);
   const std::error_code ec = p.qp().empty() ? srqs_[p.srq()]->post_recv(std::span<const RecvWr>(&wr, 1), &n)
                                             : qps_[p.qp()].qp->post_recv(std::span<const RecvWr>(&wr, 1), &n);
-  if (ec) out_.ladder.entries.erase(out_.ladder.entries.begin() + static_cast<std::ptrdiff_t>(at));
+  if (ec) replace_ = at;
+  if (!ec && !p.qp().empty()) rec_.posted(now(), lane, qps_[p.qp()].qp->qp_num(), false, p.wr_id());
   verb_result(i, lane, verb, ec, p.expect_error());
 }
 
@@ -426,6 +449,7 @@ void Run::poll_cq(size_t i, const scenario::PollCq& p) {
     const Nanos deadline = now() + (p.wait_us() ? Nanos(p.wait_us() * 1000) : kDefaultWait);
     bed_->run_until([&] { take(); return got.size() >= want; }, deadline);
   }
+  rec_.polled(now(), p.cq(), got.size());
   if (want && got.size() < want) {
     expect(i, lane, false, std::to_string(want) + " completions on " + p.cq(), std::to_string(got.size()));
   }
@@ -546,6 +570,7 @@ bool Run::steps(std::string* error) {
       case K::kNote: note(-1, st.note().text()); break;
       case K::KIND_NOT_SET: break;
     }
+    rec_.set_counters(now(), counters_text());
   }
   // Whatever is still on its way arrives (or is lost) before the ladder ends.
   bed_->run_until([&] { return bed_->idle(); }, now() + std::chrono::seconds(1));

@@ -24,6 +24,36 @@ std::string tmp_path(const char* name) {
   return ::testing::TempDir() + "/" + name + std::to_string(::getpid());
 }
 
+// Regression: the reader merged each message into the previous one, so a
+// field at its proto3 default (PSN 0, no reason: not written) kept the
+// previous event's value, and a retransmission of PSN 0 read back as PSN 1.
+TEST(Records, EventLogReadsDefaultsAsWritten) {
+  const std::string path = tmp_path("emu_events_defaults");
+  {
+    auto log = EventLog::open(path);
+    ASSERT_TRUE(log);
+    EventSink* sink = (*log)->sink_for("A");
+    EngineEvent e;
+    e.kind = EventKind::kTimer;
+    e.psn = 1;
+    e.reason = "retransmit";
+    sink->on_event(e);
+    EngineEvent p;
+    p.kind = EventKind::kPacketSent;
+    p.bth_opcode = 0x0A;
+    p.psn = 0;
+    sink->on_event(p);
+    ASSERT_FALSE((*log)->flush());
+  }
+  std::vector<std::string> lines;
+  uint64_t n = 0;
+  ASSERT_FALSE(read_event_log(path, false, [&](const EventLine& l) { lines.push_back(l.text); }, &n));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[0].find("retransmit psn 1"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find("psn 0 "), std::string::npos) << lines[1];
+  EXPECT_EQ(lines[1].find("retransmit"), std::string::npos) << lines[1];
+}
+
 TEST(Records, EventLogAndPcapOfOneWrite) {
   const std::string ev_path = tmp_path("emu_events"), pcap_path = tmp_path("emu_pcap");
   {

@@ -197,6 +197,10 @@ std::error_code read_event_log(const std::string& path, bool json,
   EventLine line;
   for (;;) {
     bool clean_eof = false;
+    // ParseDelimited* merges into the message: without Clear() a field at its
+    // default (psn 0, no reason), which proto3 does not write, would keep the
+    // previous event's value.
+    m.Clear();
     if (!google::protobuf::util::ParseDelimitedFromZeroCopyStream(&m, &in, &clean_eof)) {
       if (clean_eof) return {};
       return std::make_error_code(std::errc::illegal_byte_sequence);  // cut inside a message, or garbage
