@@ -3,6 +3,8 @@
 // diagram. Exit: 0 every expectation held, 1 one did not (expected vs got is
 // printed), 2 the scenario does not parse, names an unknown object, or an
 // output cannot be written.
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -20,6 +22,7 @@ struct SimCmdOptions {
   std::string scenario;
   std::string pcap, events, svg, html;
   bool quiet = false;
+  bool step = false;
 };
 
 bool write_file(const std::string& path, const std::string& text) {
@@ -45,7 +48,31 @@ int run(const SimCmdOptions& o) {
   }
   if (!o.quiet) {
     if (!sc->s.title().empty()) std::printf("%s\n\n", sc->s.title().c_str());
-    std::fputs(sim::render_text(res.ladder).c_str(), stdout);
+    const std::string ladder = sim::render_text(res.ladder);
+    if (!o.step) {
+      std::fputs(ladder.c_str(), stdout);
+    } else {
+      // One line of the ladder per Enter ("q" and Enter: the rest at once). On
+      // a terminal the Enter itself ends the line; from a pipe we end it.
+      const bool tty = ::isatty(0) != 0;
+      bool rest = false;
+      size_t at = ladder.find('\n') + 1;
+      std::fwrite(ladder.data(), 1, at, stdout);
+      while (at < ladder.size()) {
+        const size_t nl = ladder.find('\n', at);
+        const size_t end = nl == std::string::npos ? ladder.size() : nl + 1;
+        std::fwrite(ladder.data() + at, 1, end - at - 1, stdout);
+        std::fflush(stdout);
+        at = end;
+        if (!rest) {
+          char line[64];
+          if (!std::fgets(line, sizeof line, stdin) || line[0] == 'q') rest = true;
+          if (rest || !tty) std::fputc('\n', stdout);
+        } else {
+          std::fputc('\n', stdout);
+        }
+      }
+    }
   }
   if (!o.svg.empty() && !write_file(o.svg, sim::render_svg(res.ladder))) {
     std::fprintf(stderr, "rocelab sim: cannot write %s\n", o.svg.c_str());
@@ -77,6 +104,7 @@ void register_sim(CLI::App& app) {
   cmd->add_option("--svg", o->svg, "draw the ladder as SVG into FILE");
   cmd->add_option("--html", o->html, "write a self-contained step-through page (open it in a browser; #step=N)");
   cmd->add_flag("-q,--quiet", o->quiet, "print only whether the expectations hold");
+  cmd->add_flag("--step", o->step, "print the ladder one line per Enter (q: the rest at once)");
   cmd->callback([o] { exit_code() = run(*o); });
 }
 

@@ -324,20 +324,31 @@ namespace {
 // Errors the hardware would report in a completion go to w.local_error.
 std::error_code prepare_wqe(QpImpl& qp, const SendWr& wr, SendWqe& w) {
   Engine& e = *qp.eng;
-  if (!opcode_valid(qp.type_, wr.opcode)) return errc(EINVAL);
-  if (wr.sg_list.size() > qp.cap_.max_send_sge) return errc(EINVAL);
+  // A refused WR says why (Qp::last_refusal; rocelab run --explain, rocelab sim).
+  auto refuse = [&](std::string why) {
+    qp.refusal = "post_send wr_id " + std::to_string(wr.wr_id) + " (" + std::string(to_string(wr.opcode)) + "): " + why;
+    return errc(EINVAL);
+  };
+  if (!opcode_valid(qp.type_, wr.opcode))
+    return refuse("not an opcode a " + std::string(to_string(qp.type_)) + " QP can post");
+  if (wr.sg_list.size() > qp.cap_.max_send_sge)
+    return refuse(std::to_string(wr.sg_list.size()) + " SGEs, the QP has max_send_sge " +
+                  std::to_string(qp.cap_.max_send_sge));
   const bool is_inline = (wr.send_flags & send_flags::kInline) &&
                          wr.opcode != WrOpcode::kRdmaRead && wr.opcode != WrOpcode::kAtomicCmpAndSwp &&
                          wr.opcode != WrOpcode::kAtomicFetchAndAdd;
   uint64_t total = 0;
   for (const Sge& s : wr.sg_list) total += s.length;
-  if (is_inline && total > qp.cap_.max_inline_data) return errc(EINVAL);
+  if (is_inline && total > qp.cap_.max_inline_data)
+    return refuse("IBV_SEND_INLINE with " + std::to_string(total) + " bytes, the QP has max_inline_data " +
+                  std::to_string(qp.cap_.max_inline_data));
   AhImpl* ah = nullptr;
   if (qp.type_ == QpType::kUD) {
     ah = static_cast<AhImpl*>(wr.ud.ah);
     bool found = false;
     for (auto& x : e.ahs) found = found || x.get() == ah;
-    if (!found || ah->pd != qp.pd) return errc(EINVAL);
+    if (!found) return refuse("a UD send needs an address handle of this device (wr.ud.ah)");
+    if (ah->pd != qp.pd) return refuse("the address handle belongs to another PD than the QP");
   }
   w.wr = wr;
   w.wr.sg_list = {};
@@ -443,9 +454,17 @@ std::error_code Qp::post_recv(std::span<const RecvWr> wrs, size_t* n_posted) {
   std::error_code ec;
   if (qp.srq_ || qp.state_ == QpState::kReset) {
     ec = errc(EINVAL);
+    qp.refusal = qp.srq_ ? "post_recv on a QP with an SRQ: receives go to the SRQ (ibv_post_srq_recv)"
+                         : "post_recv on a QP in RESET: the receive queue takes work requests from INIT on";
   } else {
     for (const RecvWr& wr : wrs) {
-      if ((ec = qp.rq.push(wr))) break;
+      if ((ec = qp.rq.push(wr))) {
+        qp.refusal = ec.value() == ENOMEM
+                         ? "post_recv: the receive queue is full (max_recv_wr " + std::to_string(qp.cap_.max_recv_wr) + ")"
+                         : "post_recv wr_id " + std::to_string(wr.wr_id) + ": " + std::to_string(wr.sg_list.size()) +
+                               " SGEs, the QP has max_recv_sge " + std::to_string(qp.cap_.max_recv_sge);
+        break;
+      }
       ++n;
       if (e.logging()) {
         EngineEvent ev;

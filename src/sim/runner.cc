@@ -428,7 +428,7 @@ void Run::post_recv(size_t i, const scenario::PostRecv& p) {
                                             : qps_[p.qp()].qp->post_recv(std::span<const RecvWr>(&wr, 1), &n);
   if (ec) replace_ = at;
   if (!ec && !p.qp().empty()) rec_.posted(now(), lane, qps_[p.qp()].qp->qp_num(), false, p.wr_id());
-  verb_result(i, lane, verb, ec, p.expect_error());
+  verb_result(i, lane, verb, ec, p.expect_error(), ec && !p.qp().empty() ? qps_[p.qp()].qp->last_refusal() : "");
 }
 
 void Run::poll_cq(size_t i, const scenario::PollCq& p) {

@@ -189,18 +189,26 @@ int destroy_qp(ibv_qp* qp) noexcept {
   return 0;
 }
 
+// rocelab run --explain: a refused post says why on stderr; the errno is unchanged.
+static int explained(const char* verb, ibv_qp* qp, int rc) {
+  if (rc != 0 && DeviceTable::get().config().explain)
+    std::fprintf(stderr, "rocelab: %s(QP 0x%06x) = %s: %s\n", verb, qp->qp_num, std::strerror(rc),
+                 shim(qp)->e->last_refusal().c_str());
+  return rc;
+}
+
 int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
   emu::Qp* e = shim(qp)->e;
-  return post_chunks<ibv_send_wr, emu::SendWr>(
+  return explained("ibv_post_send", qp, post_chunks<ibv_send_wr, emu::SendWr>(
       wr, bad_wr, [](const ibv_send_wr& w, std::span<const emu::Sge> s) { return to_emu(w, s); },
-      [e](std::span<const emu::SendWr> wrs, size_t* n) { return e->post_send(wrs, n); });
+      [e](std::span<const emu::SendWr> wrs, size_t* n) { return e->post_send(wrs, n); }));
 }
 
 int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
   emu::Qp* e = shim(qp)->e;
-  return post_recv_chunks(wr, bad_wr, [e](std::span<const emu::RecvWr> wrs, size_t* n) {
+  return explained("ibv_post_recv", qp, post_recv_chunks(wr, bad_wr, [e](std::span<const emu::RecvWr> wrs, size_t* n) {
     return e->post_recv(wrs, n);
-  });
+  }));
 }
 
 }  // namespace emulated

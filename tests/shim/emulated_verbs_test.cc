@@ -194,6 +194,22 @@ TEST_F(Emulated, InvalidArgumentsGiveLibibverbsErrno) {
   char buf[64];
   ibv_mr* mr = ibv_reg_mr(pd_, buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
   ASSERT_NE(mr, nullptr);
+  // Posting in RESET: the send queue opens in RTS, the receive queue in INIT.
+  ibv_sge sge{reinterpret_cast<uintptr_t>(buf), 8, mr->lkey};
+  ibv_send_wr swr{};
+  swr.wr_id = 7;
+  swr.sg_list = &sge;
+  swr.num_sge = 1;
+  swr.opcode = IBV_WR_SEND;
+  ibv_send_wr* bad_s = nullptr;
+  EXPECT_EQ(ibv_post_send(qp, &swr, &bad_s), EINVAL);
+  EXPECT_EQ(bad_s, &swr);
+  ibv_recv_wr rwr{};
+  rwr.sg_list = &sge;
+  rwr.num_sge = 1;
+  ibv_recv_wr* bad_r = nullptr;
+  EXPECT_EQ(ibv_post_recv(qp, &rwr, &bad_r), EINVAL);
+  EXPECT_EQ(bad_r, &rwr);
   EXPECT_EQ(ibv_dealloc_pd(pd_), EBUSY);  // the MR and QP still use it
   EXPECT_EQ(ibv_destroy_qp(qp), 0);
   EXPECT_EQ(ibv_destroy_cq(cq), 0);

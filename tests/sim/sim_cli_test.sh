@@ -79,5 +79,36 @@ grep -q 'RC RDMA WRITE Middle psn 1 len 1024 (again)' "$dir/l3.svg" || fail "the
 "$rocelab" sim "$labs/03-lost-packet-go-back-n.textproto" > "$dir/again.txt"
 cmp -s "$dir/ladder.txt" "$dir/again.txt" || fail "two runs of lab 3 differ"
 
+# --step: one line per Enter. After two Enters it has printed the title, the
+# header and three rows, and waits; "q" prints the rest; the whole equals
+# the plain ladder.
+python3 - "$rocelab" "$labs/03-lost-packet-go-back-n.textproto" "$dir/ladder.txt" <<'PY' || fail "--step"
+import os, select, subprocess, sys, time
+rocelab, lab, plain = sys.argv[1:]
+p = subprocess.Popen([rocelab, "sim", "--step", lab], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+os.set_blocking(p.stdout.fileno(), False)
+def drain(wait):
+    out, end = b"", time.time() + wait
+    while time.time() < end:
+        if select.select([p.stdout], [], [], 0.05)[0]:
+            chunk = p.stdout.read()
+            if chunk:
+                out += chunk
+    return out
+got = drain(1.0)
+p.stdin.write(b"\n\n"); p.stdin.flush()
+got += drain(1.0)
+lines = got.decode().split("\n")
+# title, blank, header, 3 rows shown (the third without its newline yet)
+if len(lines) != 6 or "0.000" not in lines[5]:
+    sys.exit(f"after two Enters: {lines!r}")
+p.stdin.write(b"q\n"); p.stdin.close()
+got += drain(1.0)
+p.wait(timeout=10)
+want = open(plain, "rb").read()
+if got != want:
+    sys.exit("--step output differs from the plain ladder")
+PY
+
 [ $failures = 0 ] && echo "rocelab sim: exit codes, messages and records as expected"
 exit $((failures > 0))
