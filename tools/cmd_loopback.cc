@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -22,8 +23,7 @@
 #include "emu/records/event_log.h"
 #include "emu/records/pcap_tap.h"
 #include "emu/transport/fault_injector.h"
-#include "emu/transport/sim_fabric.h"
-#include "emu/transport/udp_transport.h"
+#include "sim/testbed.h"
 #include "tools/commands.h"
 #include "tools/fault_options.h"
 #include "wire/pcap_writer.h"
@@ -107,32 +107,32 @@ class Loopback {
     return all;
   }
 
-  std::unique_ptr<Transport> make_transport(uint8_t host) {
-    std::unique_ptr<Transport> t;
-    if (sim()) {
-      t = fabric_->attach(wire::IpAddr::v4(192, 0, 2, host));
-    } else {
-      auto rx = must(allocate_loopback_address(1), "no free 127.0.0.x with UDP port 4791");
-      t = must(UdpTransport::open(std::move(rx)), "UDP transport");
+  // The device of one side, on the testbed's network: 192.0.2.<host> on the
+  // fabric, the first free 127.0.0.x on UDP; with faults, each device injects
+  // on what it sends, with its own seed so the two differ.
+  std::unique_ptr<Device> make_device(uint8_t host, const DeviceConfig& cfg) {
+    std::optional<sim::NodeFaults> nf;
+    if (o_.faults.active()) {
+      FaultConfig fc = o_.faults;
+      fc.seed = o_.faults.seed * 2 + host;
+      FaultRules rules = fault_rules(fc);
+      if (!rules.ok()) throw std::invalid_argument("fault options: " + rules.error);
+      nf = sim::NodeFaults{fc.seed, std::move(rules.rules)};
     }
-    if (!o_.faults.active()) return t;
-    // Each device injects on what it sends; distinct seeds so the two differ.
-    FaultConfig fc = o_.faults;
-    fc.seed = o_.faults.seed * 2 + host;
     std::string err;
-    auto fi = FaultInjector::wrap(std::move(t), fc, &err);
-    if (!fi) throw std::invalid_argument("fault options: " + err);
-    injectors_.push_back(fi.get());
-    return fi;
+    FaultInjector* fi = nullptr;
+    auto dev = bed_->make_device(wire::IpAddr::v4(192, 0, 2, host), 1, cfg, nf ? &*nf : nullptr, &fi, &err);
+    if (!dev) throw std::runtime_error(err);
+    if (fi) injectors_.push_back(fi);
+    return dev;
   }
 
   void make_side(Side& s, uint8_t host, const char* name) {
     DeviceConfig cfg;
     cfg.name = name;
     mtu_from_bytes(o_.mtu, &cfg.active_mtu);
-    cfg.helper_thread = !sim();
     cfg.retry_forever = o_.retry_forever;
-    s.dev = must(Device::create(make_transport(host), cfg), "device");
+    s.dev = make_device(host, cfg);
     if (pcap_) {
       const Nanos offset = sim() ? Nanos(0)
                                  : std::chrono::duration_cast<Nanos>(
@@ -170,7 +170,7 @@ class Loopback {
                       ((op == "read" || op == "atomic") && type_ == QpType::kRC);
       if (!ok) throw std::invalid_argument("--op " + op + " is not available on --qp-type " + o_.qp_type);
     }
-    if (sim()) fabric_ = std::make_unique<SimFabric>();
+    bed_ = std::make_unique<sim::Testbed>(sim() ? sim::Net::kSim : sim::Net::kUdp);
     if (!o_.pcap.empty()) pcap_ = std::make_unique<wire::PcapWriter>(must(wire::PcapWriter::open(o_.pcap), "pcap"));
     if (!o_.events.empty()) log_ = must(EventLog::open(o_.events), "event log");
     make_side(a_, 1, "rocelab0");
@@ -203,7 +203,7 @@ class Loopback {
                                             std::chrono::microseconds(o_.faults.delay_us + o_.faults.jitter_us)
                                       : std::chrono::milliseconds(60000);
     const auto give_up = std::chrono::steady_clock::now() + patience;
-    const Nanos vstart = sim() ? fabric_->now() : Nanos(0);
+    const Nanos vstart = bed_->now();
     for (;;) {
       if (cq->poll(std::span<Wc>(wc, 1)) == 1) return true;
       if (s.qp->state() == QpState::kErr) {
@@ -212,9 +212,10 @@ class Loopback {
         return false;
       }
       if (sim()) {
-        if (a_.dev->progress() + b_.dev->progress() > 0) continue;
-        if (fabric_->next_event() == Nanos::max() || fabric_->now() - vstart > std::chrono::seconds(600)) break;
-        fabric_->advance(Nanos::max());
+        // Nothing pending anywhere and nothing moved: nothing ever will.
+        if (bed_->fabric()->next_event() == Nanos::max() && a_.dev->progress() + b_.dev->progress() == 0) break;
+        if (bed_->now() - vstart > std::chrono::seconds(600)) break;
+        bed_->step({a_.dev.get(), b_.dev.get()});
         continue;
       }
       const auto now = std::chrono::steady_clock::now();
@@ -455,7 +456,7 @@ class Loopback {
 
   Options o_;
   QpType type_ = QpType::kRC;
-  std::unique_ptr<SimFabric> fabric_;
+  std::unique_ptr<sim::Testbed> bed_;
   std::unique_ptr<wire::PcapWriter> pcap_;
   std::vector<std::unique_ptr<PcapTap>> taps_;
   std::unique_ptr<EventLog> log_;

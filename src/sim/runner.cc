@@ -139,7 +139,7 @@ bool Run::setup(const SimOptions& opt, std::string* error) {
   SimFabricConfig fc;
   fc.latency = Nanos(s.fabric().latency_ns() ? s.fabric().latency_ns() : 1000);
   fc.link_bits_per_sec = s.fabric().link_bits_per_sec();
-  bed_ = std::make_unique<Testbed>(fc);
+  bed_ = std::make_unique<Testbed>(Net::kSim, fc);
   if (!opt.pcap_path.empty()) {
     auto w = wire::PcapWriter::open(opt.pcap_path);
     if (!w) {
@@ -171,8 +171,9 @@ bool Run::setup(const SimOptions& opt, std::string* error) {
       *error = sc_.path + ": node " + n.name() + ": faults: " + rules.error;
       return false;
     }
-    const int idx = bed_->add_node(n.name(), addr, cfg, n.fault_seed() ? n.fault_seed() : static_cast<uint64_t>(i + 1),
-                                   rules.rules, error);
+    // Every node has an injector (a `fault` step may add rules to it later).
+    const NodeFaults faults{n.fault_seed() ? n.fault_seed() : static_cast<uint64_t>(i + 1), rules.rules};
+    const int idx = bed_->add_node(n.name(), addr, cfg, &faults, error);
     if (idx < 0) return false;
     mtus_.push_back(mtu);
     rec_.add_lane(n.name() + " " + addr.to_string(), addr);

@@ -1,24 +1,95 @@
 #include "sim/testbed.h"
 
+#include <thread>
+
+#include "emu/transport/udp_transport.h"
+
 namespace rocelab::sim {
 
-int Testbed::add_node(const std::string& name, const wire::IpAddr& addr, emu::DeviceConfig cfg,
-                      uint64_t fault_seed, const std::vector<emu::FaultRule>& rules, std::string* error) {
-  auto t = fabric_.attach(addr);
-  if (!t) {
-    *error = "node " + name + ": address " + addr.to_string() + " is taken";
-    return -1;
+Testbed::Testbed(Net net, emu::SimFabricConfig cfg) : net_(net) {
+  if (net == Net::kSim) fabric_ = std::make_unique<emu::SimFabric>(cfg);
+}
+
+std::unique_ptr<emu::Transport> Testbed::make_transport(const wire::IpAddr& sim_addr, uint8_t udp_first,
+                                                        const NodeFaults* faults, emu::FaultInjector** injector,
+                                                        std::string* error) {
+  std::unique_ptr<emu::Transport> t;
+  if (net_ == Net::kSim) {
+    t = fabric_->attach(sim_addr);
+    if (!t) {
+      *error = "address " + sim_addr.to_string() + " is taken on the fabric";
+      return nullptr;
+    }
+  } else {
+    auto rx = emu::allocate_loopback_address(udp_first);
+    if (!rx) {
+      *error = "no free 127.0.0.x with UDP port 4791: " + rx.error().message();
+      return nullptr;
+    }
+    auto u = emu::UdpTransport::open(std::move(*rx));
+    if (!u) {
+      *error = "UDP transport: " + u.error().message();
+      return nullptr;
+    }
+    t = std::move(*u);
   }
-  auto fi = std::make_unique<emu::FaultInjector>(std::move(t), fault_seed, rules);
-  emu::FaultInjector* faults = fi.get();
-  cfg.helper_thread = false;
-  auto dev = emu::Device::create(std::move(fi), std::move(cfg));
+  if (injector) *injector = nullptr;
+  if (!faults) return t;
+  auto fi = std::make_unique<emu::FaultInjector>(std::move(t), faults->seed, faults->rules);
+  if (injector) *injector = fi.get();
+  return fi;
+}
+
+std::unique_ptr<emu::Device> Testbed::make_device(const wire::IpAddr& sim_addr, uint8_t udp_first,
+                                                  emu::DeviceConfig cfg, const NodeFaults* faults,
+                                                  emu::FaultInjector** injector, std::string* error) {
+  auto t = make_transport(sim_addr, udp_first, faults, injector, error);
+  if (!t) return nullptr;
+  cfg.helper_thread = net_ == Net::kUdp;
+  auto dev = emu::Device::create(std::move(t), std::move(cfg));
   if (!dev) {
-    *error = "node " + name + ": " + dev.error().message();
+    *error = "device: " + dev.error().message();
+    return nullptr;
+  }
+  return std::move(*dev);
+}
+
+int Testbed::add_node(const std::string& name, const wire::IpAddr& sim_addr, emu::DeviceConfig cfg,
+                      const NodeFaults* faults, std::string* error) {
+  emu::FaultInjector* fi = nullptr;
+  auto dev = make_device(sim_addr, 1, std::move(cfg), faults, &fi, error);
+  if (!dev) {
+    *error = "node " + name + ": " + *error;
     return -1;
   }
-  nodes_.push_back({name, addr, std::move(*dev), faults});
+  const wire::IpAddr addr = dev->address();
+  nodes_.push_back({name, addr, std::move(dev), fi});
   return static_cast<int>(nodes_.size()) - 1;
+}
+
+Nanos Testbed::now() const {
+  if (fabric_) return fabric_->now();
+  return std::chrono::duration_cast<Nanos>(std::chrono::steady_clock::now().time_since_epoch());
+}
+
+size_t Testbed::step(const std::vector<emu::Device*>& devs) {
+  size_t moved = 0;
+  if (devs.empty()) {
+    for (auto& n : nodes_) moved += n.dev->progress();
+  } else {
+    for (emu::Device* d : devs) moved += d->progress();
+  }
+  if (moved != 0) return moved;
+  if (fabric_) {
+    // To the next event; with none pending the clock stays (advancing to
+    // Nanos::max() would leave no room for a timer armed later).
+    if (fabric_->next_event() != Nanos::max()) fabric_->advance(Nanos::max());
+  } else {
+    // The devices' helper threads wait in Transport::wait() (one waiter at a
+    // time, udp_transport.h): this thread only gives them the CPU.
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return 0;
 }
 
 void Testbed::settle() {
@@ -33,13 +104,13 @@ bool Testbed::run_until(const std::function<bool()>& done, Nanos deadline) {
   for (;;) {
     settle();
     if (done()) return true;
-    const Nanos next = fabric_.next_event();
+    const Nanos next = fabric_->next_event();
     if (next == Nanos::max() || next > deadline) {
-      if (deadline != Nanos::max() && deadline > fabric_.now()) fabric_.advance(deadline);
+      if (deadline != Nanos::max() && deadline > fabric_->now()) fabric_->advance(deadline);
       settle();
       return done();
     }
-    fabric_.advance(next);
+    fabric_->advance(next);
   }
 }
 

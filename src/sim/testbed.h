@@ -1,11 +1,19 @@
-// The testbed: emulated devices on one simulated fabric, each behind its own
-// fault injector, driven from one thread with virtual time. `rocelab sim`
-// builds scenarios on it; everything it does is deterministic (the same calls
-// give the same packets at the same virtual times).
+// The testbed: emulated devices on one network — the simulated fabric (virtual
+// time, deterministic) or real UDP sockets on loopback addresses — each
+// optionally behind its own fault injector. It is the one harness that
+// `rocelab sim`, `rocelab loopback` and the engine tests (tests/emu/pair.h)
+// build on: how a node gets its transport, its faults and its device, and how
+// time moves while a caller waits.
+//
+// On the simulated fabric everything runs on the caller's thread (devices
+// without helper threads) and the same calls give the same packets at the same
+// virtual times. On UDP each device has its helper thread and step() yields
+// the CPU to them.
 #pragma once
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,38 +25,69 @@ namespace rocelab::sim {
 
 using Nanos = std::chrono::nanoseconds;
 
+enum class Net { kSim, kUdp };
+
+// A node's fault injector: its PRNG seed and the rules it starts with (more can
+// be added later with FaultInjector::add_rules).
+struct NodeFaults {
+  uint64_t seed = 1;
+  std::vector<emu::FaultRule> rules;
+};
+
 struct TestbedNode {
   std::string name;
   wire::IpAddr addr;
   std::unique_ptr<emu::Device> dev;
-  emu::FaultInjector* faults = nullptr;  // owned by dev (its transport)
+  emu::FaultInjector* faults = nullptr;  // owned by dev (its transport); null without faults
 };
 
 class Testbed {
  public:
-  explicit Testbed(emu::SimFabricConfig cfg = {}) : fabric_(cfg) {}
+  explicit Testbed(Net net = Net::kSim, emu::SimFabricConfig cfg = {});
 
-  // A node at addr with a fault injector (seeded, with `rules` from the start)
-  // under its device. The config's helper_thread is forced off. Returns the
-  // node's index, or an error message in *error.
-  int add_node(const std::string& name, const wire::IpAddr& addr, emu::DeviceConfig cfg,
-               uint64_t fault_seed, const std::vector<emu::FaultRule>& rules, std::string* error);
+  Net net() const { return net_; }
+  // The simulated fabric; nullptr on UDP.
+  emu::SimFabric* fabric() { return fabric_.get(); }
 
+  // A transport for a new device: on the fabric at sim_addr, or on UDP at the
+  // first free 127.0.0.x from udp_first; under a fault injector when faults is
+  // given (*injector then points at it). nullptr with a message in *error.
+  std::unique_ptr<emu::Transport> make_transport(const wire::IpAddr& sim_addr, uint8_t udp_first,
+                                                 const NodeFaults* faults, emu::FaultInjector** injector,
+                                                 std::string* error);
+  // A device on such a transport, owned by the caller; cfg.helper_thread is
+  // set for the network (off on the fabric, on for UDP).
+  std::unique_ptr<emu::Device> make_device(const wire::IpAddr& sim_addr, uint8_t udp_first, emu::DeviceConfig cfg,
+                                           const NodeFaults* faults, emu::FaultInjector** injector,
+                                           std::string* error);
+
+  // A node owned by the testbed (scenarios): returns its index, or -1 with a
+  // message in *error.
+  int add_node(const std::string& name, const wire::IpAddr& sim_addr, emu::DeviceConfig cfg,
+               const NodeFaults* faults, std::string* error);
   std::vector<TestbedNode>& nodes() { return nodes_; }
-  emu::SimFabric& fabric() { return fabric_; }
-  Nanos now() const { return fabric_.now(); }
 
-  // Progress on every device until none has anything to do at this instant.
+  // Time: the fabric's virtual clock, or the steady clock on UDP.
+  Nanos now() const;
+
+  // One round of progress on devs (the testbed's own nodes when devs is
+  // empty). When nothing moved: on the fabric, the clock advances to the next
+  // event (it stays when nothing is pending); on UDP this thread sleeps 200 µs
+  // and the helper threads work. Returns how much moved.
+  size_t step(const std::vector<emu::Device*>& devs = {});
+
+  // The fabric only (the testbed's own nodes): progress until nothing moves at
+  // this instant; idle = nothing in flight and no timer armed; run_until moves
+  // time event by event until done() holds (true) or the next event lies
+  // beyond deadline (false; the clock is then left at deadline unless it is
+  // Nanos::max()).
   void settle();
-  // Nothing in flight, no timer armed (after settle()).
-  bool idle() const { return fabric_.next_event() == Nanos::max(); }
-  // Settles, then moves time event by event until done() holds (true) or the
-  // next event lies beyond deadline (false; the clock is left at deadline
-  // unless it is Nanos::max()).
+  bool idle() const { return fabric_->next_event() == Nanos::max(); }
   bool run_until(const std::function<bool()>& done, Nanos deadline);
 
  private:
-  emu::SimFabric fabric_;
+  Net net_;
+  std::unique_ptr<emu::SimFabric> fabric_;
   std::vector<TestbedNode> nodes_;
 };
 

@@ -1,6 +1,8 @@
 // Test helper: two emulated devices on the simulated fabric or on real UDP
 // sockets (127.0.0.x), each with a PD, CQs, a registered buffer and one QP,
-// connected to each other through the public API.
+// connected to each other through the public API. Transports, faults and time
+// come from the testbed (src/sim/testbed.h) that rocelab sim and rocelab
+// loopback use too.
 #pragma once
 #include <chrono>
 #include <cstring>
@@ -17,6 +19,7 @@
 #include "emu/transport/fault_injector.h"
 #include "emu/transport/sim_fabric.h"
 #include "emu/transport/udp_transport.h"
+#include "sim/testbed.h"
 
 namespace rocelab::emu::test {
 
@@ -36,9 +39,8 @@ struct Node {
 
 class Env {
  public:
-  explicit Env(Net net, Mtu active_mtu = Mtu::k1024) : net_(net), mtu_(active_mtu) {
-    if (net == Net::kSim) fabric_ = std::make_unique<SimFabric>();
-  }
+  explicit Env(Net net, Mtu active_mtu = Mtu::k1024)
+      : net_(net), mtu_(active_mtu), bed_(net == Net::kSim ? sim::Net::kSim : sim::Net::kUdp) {}
 
   // Devices made after this read retry_cnt 7 as rxe does: retry forever.
   void set_retry_forever(bool on) { retry_forever_ = on; }
@@ -46,37 +48,28 @@ class Env {
   void set_warn(std::function<void(const std::string&)> warn) { warn_ = std::move(warn); }
 
   std::unique_ptr<Device> make_device(uint8_t host) {
-    std::unique_ptr<Transport> t;
-    if (net_ == Net::kSim) {
-      t = fabric_->attach(wire::IpAddr::v4(10, 0, 0, host));
-    } else {
-      auto rx = allocate_loopback_address(static_cast<uint8_t>(100 + host));
-      if (!rx) return nullptr;
-      auto u = UdpTransport::open(std::move(*rx));
-      if (!u) return nullptr;
-      t = std::move(*u);
-    }
     std::optional<FaultConfig> fcfg = fault_cfg_;
     if (!fcfg && !faults_.empty()) {
       fcfg.emplace();
       fcfg->schedule = faults_;
       fcfg->seed = host;
     }
+    std::optional<sim::NodeFaults> nf;
     if (fcfg && fcfg->active()) {
-      const FaultConfig& fc = *fcfg;
-      std::string err;
-      auto fi = FaultInjector::wrap(std::move(t), fc, &err);
-      EXPECT_TRUE(fi) << err;
-      if (!fi) return nullptr;
-      t = std::move(fi);
+      FaultRules rules = fault_rules(*fcfg);
+      EXPECT_TRUE(rules.ok()) << rules.error;
+      if (!rules.ok()) return nullptr;
+      nf = sim::NodeFaults{fcfg->seed, std::move(rules.rules)};
     }
     DeviceConfig cfg;
     cfg.active_mtu = mtu_;
-    cfg.helper_thread = net_ == Net::kUdp;
     cfg.retry_forever = retry_forever_;
     cfg.warn = warn_;
-    auto d = Device::create(std::move(t), cfg);
-    return d ? std::move(*d) : nullptr;
+    std::string err;
+    auto d = bed_.make_device(wire::IpAddr::v4(10, 0, 0, host), static_cast<uint8_t>(100 + host), cfg,
+                              nf ? &*nf : nullptr, nullptr, &err);
+    if (!d && net_ == Net::kSim) ADD_FAILURE() << err;  // on UDP a caller may skip (no free address)
+    return d;
   }
 
   // Creates a node: PD, send and receive CQ (cqe entries), a buffer of len bytes
@@ -104,22 +97,8 @@ class Env {
   }
 
   // One progress round on every device; on the simulated fabric, when nothing
-  // moved, the virtual clock advances to the next event.
-  void step(std::initializer_list<Device*> devs) {
-    size_t n = 0;
-    for (Device* d : devs) n += d->progress();
-    if (n == 0) {
-      if (net_ == Net::kSim) {
-        // To the next event; with none pending the clock stays (advancing to
-        // Nanos::max() would leave no room for a timer armed later).
-        if (fabric_->next_event() != Nanos::max()) fabric_->advance(Nanos::max());
-      } else {
-        // The devices' helper threads wait in Transport::wait() (one waiter at
-        // a time, udp_transport.h): this thread only gives them the CPU.
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
-      }
-    }
-  }
+  // moved, the virtual clock advances to the next event (sim::Testbed::step).
+  void step(std::initializer_list<Device*> devs) { bed_.step(std::vector<Device*>(devs)); }
 
   // Polls cq until `want` completions arrived (or the budget ran out: 60 s of
   // virtual time on the fabric, 20 s of real time on UDP — a hang guard, not a
@@ -127,15 +106,15 @@ class Env {
   std::vector<Wc> wait_wcs(Cq* cq, size_t want, std::initializer_list<Device*> devs) {
     std::vector<Wc> out;
     const auto start = std::chrono::steady_clock::now();
-    const Nanos vstart = net_ == Net::kSim ? fabric_->now() : Nanos(0);
+    const Nanos vstart = net_ == Net::kSim ? fabric()->now() : Nanos(0);
     while (out.size() < want) {
       Wc wc[16];
       const int n = cq->poll(std::span<Wc>(wc, std::min<size_t>(16, want - out.size())));
       for (int i = 0; i < n; ++i) out.push_back(wc[i]);
       if (out.size() >= want) break;
       if (net_ == Net::kSim) {
-        if (fabric_->now() - vstart > std::chrono::seconds(60)) break;
-        if (fabric_->next_event() == Nanos::max() && n == 0) {
+        if (fabric()->now() - vstart > std::chrono::seconds(60)) break;
+        if (fabric()->next_event() == Nanos::max() && n == 0) {
           size_t moved = 0;
           for (Device* d : devs) moved += d->progress();
           if (moved == 0) break;  // nothing will ever happen
@@ -148,7 +127,7 @@ class Env {
     return out;
   }
 
-  SimFabric* fabric() { return fabric_.get(); }
+  SimFabric* fabric() { return bed_.fabric(); }
   // Fault schedule (fault_config.h SPEC) for the devices made from now on
   // (the fault PRNG is seeded with the host number).
   void set_faults(std::string spec) {
@@ -167,7 +146,7 @@ class Env {
   std::function<void(const std::string&)> warn_;
   std::string faults_;
   std::optional<FaultConfig> fault_cfg_;
-  std::unique_ptr<SimFabric> fabric_;
+  sim::Testbed bed_;
 };
 
 inline void fill_pattern(std::vector<std::byte>& b, size_t off, size_t len, uint8_t seed) {
