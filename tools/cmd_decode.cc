@@ -144,7 +144,7 @@ int decode_file(const Options& o, const std::string& path, Summary& summary) {
         ++t.bad_icrc;
         status = std::max(status, kExitBadPackets);
       }
-      if (o.summary) summary.add(e, p, p.icrc == computed);
+      if (o.summary) summary.add(e, p, p.icrc == computed, f.ts);
       out_line(o.json ? packet_json(ref, e, p, computed) : packet_text(ref, e, p, computed));
       continue;
     }

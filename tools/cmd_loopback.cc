@@ -9,6 +9,7 @@
 // still be whole and byte-exact.
 #include <poll.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -26,6 +27,7 @@
 #include "sim/testbed.h"
 #include "tools/commands.h"
 #include "tools/fault_options.h"
+#include "wire/packet.h"
 #include "wire/pcap_writer.h"
 
 namespace rocelab::tools {
@@ -41,6 +43,8 @@ struct Options {
   uint32_t count = 10;
   uint32_t mtu = 1024;
   std::string pcap, events;
+  std::string pcap_at = "tx";
+  std::string fault_log;
   bool counters = false;
   int retry_cnt = 7;
   bool retry_forever = false;
@@ -124,6 +128,22 @@ class Loopback {
     auto dev = bed_->make_device(wire::IpAddr::v4(192, 0, 2, host), 1, cfg, nf ? &*nf : nullptr, &fi, &err);
     if (!dev) throw std::runtime_error(err);
     if (fi) injectors_.push_back(fi);
+    if (fi && fault_log_) {
+      // The injector's own record of what it did, a line per packet it touched:
+      // time_ns device dir actions opcode psn dest_qpn.
+      fi->set_observer([this, host, fi](const FaultRecord& r) {
+        auto p = wire::parse_roce(r.datagram->payload);
+        if (!p) return;
+        std::string acts;
+        for (auto [on, name] : {std::pair{r.dropped, "drop"}, {r.duplicated, "dup"}, {r.corrupted, "corrupt"},
+                                {r.delayed, "delay"}, {r.reordered, "reorder"}})
+          if (on) acts += (acts.empty() ? "" : ",") + std::string(name);
+        std::fprintf(fault_log_, "%lld rocelab%d %s %s 0x%02x %u 0x%06x\n",
+                     static_cast<long long>(fi->now().count()), host - 1,
+                     r.dir == FaultDir::kTx ? "tx" : "rx", acts.c_str(), p->hdr.bth.opcode, p->hdr.bth.psn.value(),
+                     p->hdr.bth.dest_qpn.value());
+      });
+    }
     return dev;
   }
 
@@ -138,7 +158,10 @@ class Loopback {
                                  : std::chrono::duration_cast<Nanos>(
                                        std::chrono::system_clock::now().time_since_epoch()) -
                                        s.dev->transport().now();
-      taps_.push_back(std::make_unique<PcapTap>(*pcap_, PcapTap::Dirs::kTx, offset));
+      // tx: each packet as sent (a lost one too); rx: as received (where a
+      // responder sees the requests: what rocelab check judges best).
+      taps_.push_back(std::make_unique<PcapTap>(*pcap_, o_.pcap_at == "rx" ? PcapTap::Dirs::kRx : PcapTap::Dirs::kTx,
+                                                offset));
       s.dev->set_tap(taps_.back().get());
     }
     if (log_) s.dev->set_event_sink(log_->sink_for(name));
@@ -173,6 +196,10 @@ class Loopback {
     bed_ = std::make_unique<sim::Testbed>(sim() ? sim::Net::kSim : sim::Net::kUdp);
     if (!o_.pcap.empty()) pcap_ = std::make_unique<wire::PcapWriter>(must(wire::PcapWriter::open(o_.pcap), "pcap"));
     if (!o_.events.empty()) log_ = must(EventLog::open(o_.events), "event log");
+    if (!o_.fault_log.empty()) {
+      fault_log_ = std::fopen(o_.fault_log.c_str(), "w");
+      if (!fault_log_) throw std::runtime_error(o_.fault_log + ": " + std::strerror(errno));
+    }
     make_side(a_, 1, "rocelab0");
     make_side(b_, 2, "rocelab1");
     ConnectOptions c;
@@ -452,6 +479,12 @@ class Loopback {
       if (auto ec = pcap_->close()) fail("pcap: " + ec.message());
     }
     if (log_) log_->flush();
+    if (fault_log_) {
+      a_.dev.reset();  // nothing is injected after this
+      b_.dev.reset();
+      if (std::fclose(fault_log_) != 0) fail("fault log: " + std::string(std::strerror(errno)));
+      fault_log_ = nullptr;
+    }
   }
 
   Options o_;
@@ -461,6 +494,7 @@ class Loopback {
   std::vector<std::unique_ptr<PcapTap>> taps_;
   std::unique_ptr<EventLog> log_;
   std::vector<FaultInjector*> injectors_;  // owned by the devices
+  std::FILE* fault_log_ = nullptr;
   Side a_, b_;
   Ah* ah_ = nullptr;
   uint64_t ops_ = 0, bytes_ = 0, errors_ = 0;
@@ -490,6 +524,10 @@ void register_loopback(CLI::App& app) {
       ->check(CLI::IsMember({256, 512, 1024, 2048, 4096}));
   c->add_option("--pcap", o->pcap, "write every packet to this pcap file");
   c->add_option("--events", o->events, "write the engine event log (length-delimited Protobuf) here");
+  c->add_option("--pcap-at", o->pcap_at, "where --pcap records: tx (as sent, default) or rx (as received)")
+      ->check(CLI::IsMember({"tx", "rx"}));
+  c->add_option("--fault-log", o->fault_log,
+                "write what the fault injectors did, a line per packet: time_ns device dir actions opcode psn qpn");
   c->add_flag("--counters", o->counters, "print the devices' counters");
   c->add_option("--retry-cnt", o->retry_cnt, "RC retry_cnt (0-7): retries in a row without progress before RETRY_EXC_ERR (default 7)")->check(CLI::Range(0, 7));
   c->add_flag("--retry-forever", o->retry_forever, "read retry_cnt 7 as Soft-RoCE does: retry forever (unless the peer is gone)");

@@ -12,29 +12,46 @@ namespace {
 constexpr size_t kListedRetransmits = 16;  // the text table lists this many PSNs, then "..."
 }
 
-void Summary::add(const Endpoints& e, const wire::RocePacket& p, bool icrc_ok) {
+void Summary::add(const Endpoints& e, const wire::RocePacket& p, bool icrc_ok, std::chrono::nanoseconds ts) {
   const auto& h = p.hdr;
-  const Key key{e.src, e.dst, h.bth.dest_qpn.value()};
-  auto [it, inserted] = index_.try_emplace(key, qps_.size());
-  if (inserted) {
-    QpStats q;
-    q.src = e.src;
-    q.dst = e.dst;
-    q.dest_qpn = h.bth.dest_qpn;
-    q.psn_lo = q.psn_hi = h.bth.psn;
-    qps_.push_back(std::move(q));
+  const wire::OpInfo& info = h.info();
+  trace::TracePacket tp;
+  tp.number = ++number_;
+  tp.time = ts;
+  tp.src = e.src;
+  tp.dst = e.dst;
+  tp.tclass = e.ip ? e.ip->tclass : 0;
+  tp.packet = &p;
+  tp.icrc_ok = icrc_ok;
+  const int space = analyzer_.add(tp);
+  size_t idx;
+  if (space >= 0) {
+    auto [it, fresh] = by_space_.try_emplace(space, stats_.size());
+    if (fresh) stats_.push_back({std::string(wire::to_string(info.transport)), "", "", 0, space});
+    idx = it->second;
+  } else {
+    // UD (and what belongs to no PSN space): per flow.
+    auto [it, fresh] = by_ud_flow_.try_emplace({e.src, e.dst, h.bth.dest_qpn.value()}, stats_.size());
+    if (fresh) stats_.push_back({std::string(wire::to_string(info.transport)), e.src, e.dst, h.bth.dest_qpn.value(), -1});
+    idx = it->second;
   }
-  QpStats& q = qps_[it->second];
+  SpaceStats& q = stats_[idx];
   ++q.packets;
   if (!icrc_ok) ++q.bad_icrc;
   ++q.per_opcode[h.bth.opcode];
-  if (h.bth.psn.before(q.psn_lo)) q.psn_lo = h.bth.psn;
-  if (h.bth.psn.after(q.psn_hi)) q.psn_hi = h.bth.psn;
-  const wire::OpInfo& info = h.info();
-  // A request PSN seen twice on one QP is a retransmission (IBTA 9.7.5.1: the
-  // requester resends from the oldest unacknowledged PSN).
-  if (info.is(OpClass::kRequest) && !q.request_psns.insert(h.bth.psn.value()).second)
-    q.retransmitted.push_back(h.bth.psn.value());
+  if (info.is(OpClass::kResponse)) ++q.responses;
+  if (info.is(OpClass::kRequest)) {
+    ++q.requests;
+    if (!q.have_psn) {
+      q.psn_lo = q.psn_hi = h.bth.psn;
+      q.have_psn = true;
+    }
+    if (h.bth.psn.before(q.psn_lo)) q.psn_lo = h.bth.psn;
+    if (h.bth.psn.after(q.psn_hi)) q.psn_hi = h.bth.psn;
+    // A request PSN seen twice in one PSN space was sent again (rocelab check
+    // says why: a NAK, a timeout, or the network's copy).
+    if (!q.request_psns.insert(h.bth.psn.value()).second) q.retransmitted.push_back(h.bth.psn.value());
+  }
   if (info.carries(wire::Hdr::kAeth)) {
     switch (h.aeth.kind()) {
       case wire::AckKind::kNak: ++q.naks[h.aeth.value5()]; break;
@@ -45,22 +62,31 @@ void Summary::add(const Endpoints& e, const wire::RocePacket& p, bool icrc_ok) {
   }
 }
 
-std::string Summary::text() const {
-  std::string s = "\nPer-QP summary (" + std::to_string(qps_.size()) +
-                  " QPs, keyed by source -> destination and destination QP)\n";
-  for (const QpStats& q : qps_) {
-    s += q.src + " -> " + q.dst + " QP " + hex(q.dest_qpn.value(), 6) +
-         ": " + std::to_string(q.packets) + " packets, PSN " + std::to_string(q.psn_lo.value()) +
-         ".." + std::to_string(q.psn_hi.value());
+std::string Summary::title(const SpaceStats& q) const {
+  if (q.space < 0) return q.src + " -> " + q.dst + " QP " + hex(q.ud_qpn, 6);
+  const trace::SpaceSummary& s = spaces_[static_cast<size_t>(q.space)];
+  return s.requester + " -> " + s.responder;
+}
+
+std::string Summary::text() {
+  spaces_ = analyzer_.spaces();
+  std::string s = "\nPer-connection summary (" + std::to_string(stats_.size()) +
+                  " PSN spaces or UD flows; a PSN space is one requester's requests and its responder's responses)\n";
+  for (const SpaceStats& q : stats_) {
+    s += title(q) + " (" + q.transport + "): " + std::to_string(q.packets) + " packets";
+    if (q.space >= 0) {
+      s += " (" + std::to_string(q.requests) + " requests, " + std::to_string(q.responses) + " responses)";
+      if (q.have_psn) s += ", request PSN " + std::to_string(q.psn_lo.value()) + ".." + std::to_string(q.psn_hi.value());
+    }
     if (q.bad_icrc != 0) s += ", " + std::to_string(q.bad_icrc) + " bad ICRC";
     s += "\n";
     for (const auto& [code, n] : q.per_opcode) {
       char line[96];
-      std::snprintf(line, sizeof line, "    %-40s %8llu\n",
-                    std::string(wire::op_info(code).name).c_str(),
+      std::snprintf(line, sizeof line, "    %-40s %8llu\n", std::string(wire::op_info(code).name).c_str(),
                     static_cast<unsigned long long>(n));
       s += line;
     }
+    if (q.space < 0) continue;
     s += "    retransmitted PSNs: " + std::to_string(q.retransmitted.size());
     for (size_t i = 0; i < q.retransmitted.size() && i < kListedRetransmits; ++i)
       s += (i == 0 ? " (" : " ") + std::to_string(q.retransmitted[i]);
@@ -80,19 +106,25 @@ std::string Summary::text() const {
   return s;
 }
 
-std::vector<std::string> Summary::json() const {
+std::vector<std::string> Summary::json() {
+  spaces_ = analyzer_.spaces();
   std::vector<std::string> out;
-  for (const QpStats& q : qps_) {
+  for (const SpaceStats& q : stats_) {
     JsonLine j;
-    j.str("type", "qp").str("src", q.src).str("dst", q.dst);
-    j.num("dest_qp", q.dest_qpn.value()).num("packets", q.packets).num("bad_icrc", q.bad_icrc);
+    if (q.space >= 0) {
+      const trace::SpaceSummary& sp = spaces_[static_cast<size_t>(q.space)];
+      j.str("type", "psn_space").str("requester", sp.requester).str("responder", sp.responder);
+    } else {
+      j.str("type", "ud_flow").str("src", q.src).str("dst", q.dst).num("dest_qp", q.ud_qpn);
+    }
+    j.str("transport", q.transport).num("packets", q.packets).num("requests", q.requests)
+        .num("responses", q.responses).num("bad_icrc", q.bad_icrc);
     JsonLine ops;
     for (const auto& [code, n] : q.per_opcode) ops.num(wire::op_info(code).name, n);
     j.raw("opcodes", ops.done());
-    j.num("psn_lo", q.psn_lo.value()).num("psn_hi", q.psn_hi.value());
+    if (q.have_psn) j.num("psn_lo", q.psn_lo.value()).num("psn_hi", q.psn_hi.value());
     std::string list = "[";
-    for (size_t i = 0; i < q.retransmitted.size(); ++i)
-      list += (i == 0 ? "" : ",") + std::to_string(q.retransmitted[i]);
+    for (size_t i = 0; i < q.retransmitted.size(); ++i) list += (i == 0 ? "" : ",") + std::to_string(q.retransmitted[i]);
     j.raw("retransmitted_psns", list + "]");
     JsonLine naks;
     for (size_t code = 0; code < q.naks.size(); ++code)

@@ -46,16 +46,24 @@ echo "== ib_write_bw (perftest), unmodified"
 pair 18516 "$out/write_bw.pcap" ib_write_bw -n 200
 echo
 
-echo "== the capture of ibv_rc_pingpong, decoded: the first packets, then the per-QP summary"
+echo "== the capture of ibv_rc_pingpong, decoded: the first packets, then the summary per PSN space"
 "$bin" decode --summary "$out/pingpong.pcap" >"$out/pingpong.txt"
 sed -n 1,10p "$out/pingpong.txt"
 echo "   ..."
-awk '/ QP 0x/{p=1} p' "$out/pingpong.txt"
+awk '/^Per-connection summary/{p=1} p' "$out/pingpong.txt"
 echo
 
-echo "== the capture of ib_write_bw: per-QP summary"
+echo "== the capture of ib_write_bw: summary per PSN space"
 "$bin" decode --summary "$out/write_bw.pcap" >"$out/write_bw.txt"
-awk '/ QP 0x/{p=1} p' "$out/write_bw.txt"
+awk '/^Per-connection summary/{p=1} p' "$out/write_bw.txt"
+echo
+
+echo "== rocelab check judges the ib_write_bw capture against the protocol (docs/replay.md)"
+"$bin" check "$out/write_bw.pcap" | tail -6
+echo
+
+echo "== a class lab on the simulated fabric: a lost packet and go-back-N (docs/labs)"
+"$bin" sim docs/labs/03-lost-packet-go-back-n.textproto | tail -16
 echo
 
 echo "== one packet of every RC, UC and UD opcode, written by the encoder and decoded"

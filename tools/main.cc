@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   rocelab::tools::register_events(app);
   rocelab::tools::register_sim(app);
   rocelab::tools::register_ladder(app);
+  rocelab::tools::register_check(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -372,6 +372,7 @@ void Run::post_send(size_t i, const scenario::PostSend& p) {
                   (p.fence() ? send_flags::kFence : 0) | (p.inline_() ? send_flags::kInline : 0);
   const uint32_t imm_be = __builtin_bswap32(p.imm());
   wr.imm_data = imm_be;
+  wr.invalidate_rkey = p.invalidate_rkey();
   uint64_t raddr = 0;
   uint32_t rkey = p.rkey();
   if (!p.remote_mr().empty()) {

@@ -55,7 +55,9 @@ TEST(Cli, DecodeOpcodesCaptureWithSummary) {
   EXPECT_NE(r.out.find("AETH[RNR NAK timer=14 (1280 us) MSN=7]"), std::string::npos);
   EXPECT_NE(r.out.find(": 41 frames, 41 RoCEv2 (0 bad ICRC), 0 malformed, 0 not RoCEv2"),
             std::string::npos);
-  EXPECT_NE(r.out.find("192.0.2.1 -> 192.0.2.2 QP 0x000012: 18 packets, PSN 1000..1016"),
+  // One PSN space: 192.0.2.1's requests to QP 0x12 and the responses to its QP 0x11.
+  EXPECT_NE(r.out.find("192.0.2.1 qp 0x000011 -> 192.0.2.2 qp 0x000012 (RC): 27 packets (18 requests, "
+                       "9 responses), request PSN 1000..1016"),
             std::string::npos);
   EXPECT_NE(r.out.find("retransmitted PSNs: 1 (1004)"), std::string::npos);
   EXPECT_NE(r.out.find("NAKs: 0 (PSN sequence error) x1, 2 (remote access error) x1; RNR NAKs: 1"),
@@ -169,8 +171,8 @@ TEST(Cli, JsonLinesAreValidJson) {
       "assert a[1][\"aeth\"]=={\"syndrome\":0x2e,\"kind\":\"RNR NAK\",\"timer\":14,\"timer_us\":1280,\"msn\":7}\n"
       "f=[o for o in objs if o[\"type\"]==\"file\"][0]\n"
       "assert f[\"file\"].endswith(\"we\\\"ird\\\\name\\t\\ufffd\\ufffd.pcap\"), f[\"file\"]\n"
-      "q=[o for o in objs if o[\"type\"]==\"qp\"]\n"
-      "assert len(q)==4 and q[0][\"retransmitted_psns\"]==[1004], q\n"
+      "q=[o for o in objs if o[\"type\"] in (\"psn_space\",\"ud_flow\")]\n"
+      "assert len(q)==3 and q[0][\"retransmitted_psns\"]==[1004] and q[0][\"responses\"]==9, q\n"
       "print(\"ok\")'";
   Output r = run(quote(kRocelab) + " decode --json --summary " + quote(odd) + " | " + check);
   EXPECT_EQ(r.status, 0) << r.err;

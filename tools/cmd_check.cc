@@ -1,0 +1,180 @@
+// `rocelab check CAPTURE...`: protocol analysis per connection and per PSN
+// space (src/trace): each finding with its rule id, the packet numbers and a
+// line of explanation, then a summary table per connection. Exit: 0 nothing
+// wrong (notices of loss, retransmission or congestion are not wrong), 1 a
+// rule is broken, 2 a file cannot be read as a capture (or is damaged).
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tools/commands.h"
+#include "tools/json_line.h"
+#include "trace/check.h"
+#include "wire/frame.h"
+#include "wire/pcap_reader.h"
+
+namespace rocelab::tools {
+namespace {
+
+struct CheckCmdOptions {
+  std::vector<std::string> captures;
+  bool json = false;
+  bool list_rules = false;
+  uint32_t mtu = 0;
+  size_t max_findings = 50;
+};
+
+std::string us(trace::Nanos t) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f", static_cast<double>(t.count()) / 1000.0);
+  return b;
+}
+
+std::string packets_text(const std::vector<uint64_t>& v) {
+  std::string s;
+  for (uint64_t n : v) s += (s.empty() ? "#" : ",#") + std::to_string(n);
+  return s;
+}
+
+// Reads one capture into the analyzer; false when it cannot be read to the end.
+bool read_capture(const std::string& path, trace::Analyzer& an, uint64_t* packets) {
+  std::string detail;
+  auto reader = wire::PcapReader::open(path, &detail);
+  if (!reader) {
+    std::fprintf(stderr, "rocelab check: %s: cannot read as a capture: %s\n", path.c_str(),
+                 (detail.empty() ? reader.error().message() : detail).c_str());
+    return false;
+  }
+  const int link = reader->link_type();
+  uint64_t frame = 0;
+  for (;;) {
+    auto next = reader->next(&detail);
+    if (!next) {
+      std::fprintf(stderr, "rocelab check: %s: damaged capture after frame %llu: %s\n", path.c_str(),
+                   static_cast<unsigned long long>(frame), detail.c_str());
+      return false;
+    }
+    if (!next->has_value()) return true;
+    const wire::CapturedFrame& f = **next;
+    ++frame;
+    auto d = wire::decode_frame(link, f.data);
+    if (!d) continue;  // not RoCEv2 (rocelab decode says what the others are)
+    ++*packets;
+    const std::string src = d->ip.info.src.to_string(), dst = d->ip.info.dst.to_string();
+    trace::TracePacket tp;
+    tp.number = frame;
+    tp.time = f.ts;
+    tp.src = src;
+    tp.dst = dst;
+    tp.tclass = d->ip.info.tclass;
+    tp.packet = &d->roce;
+    tp.icrc_ok = d->icrc_ok();
+    an.add(tp);
+  }
+}
+
+int run(const CheckCmdOptions& o) {
+  if (o.list_rules) {
+    for (const trace::Rule& r : trace::all_rules())
+      std::printf("%-22s %-6s %s\n", std::string(r.id).c_str(),
+                  r.severity == trace::Severity::kError ? "error" : "notice", std::string(r.what).c_str());
+    return 0;
+  }
+  if (o.captures.empty()) {
+    std::fprintf(stderr, "rocelab check: which capture?\n");
+    return 2;
+  }
+  int status = 0;
+  for (const std::string& path : o.captures) {
+    trace::CheckOptions co;
+    co.mtu = o.mtu;
+    co.max_findings_per_rule = o.max_findings;
+    trace::Analyzer an(co);
+    uint64_t packets = 0;
+    if (!read_capture(path, an, &packets)) status = 2;
+    an.finish();
+    const auto spaces = an.spaces();
+    auto space_name = [&](int i) {
+      if (i < 0) return std::string("-");
+      const auto& s = spaces[static_cast<size_t>(i)];
+      return s.requester + " -> " + s.responder;
+    };
+    if (o.json) {
+      for (const trace::Finding& f : an.findings()) {
+        JsonLine j;
+        j.str("type", "finding").str("file", path).str("rule", f.rule)
+            .str("severity", f.severity == trace::Severity::kError ? "error" : "notice");
+        std::string pk = "[";
+        for (uint64_t n : f.packets) pk += (pk.size() > 1 ? "," : "") + std::to_string(n);
+        j.raw("packets", pk + "]").str("psn_space", space_name(f.space)).str("text", f.text);
+        std::puts(j.done().c_str());
+      }
+      for (size_t i = 0; i < spaces.size(); ++i) {
+        const auto& s = spaces[i];
+        JsonLine j;
+        j.str("type", "psn_space").str("file", path).str("requester", s.requester).str("responder", s.responder)
+            .str("transport", s.transport).num("requests", s.requests).num("responses", s.responses)
+            .num("bytes", s.bytes).num("gaps", s.gaps).num("retransmissions", s.retransmissions)
+            .num("network_duplicates", s.duplicates).num("naks", s.naks).num("rnr_naks", s.rnr_naks)
+            .num("duplicate_acks", s.dup_acks).num("errors", s.errors).num("notices", s.notices)
+            .num("rtt_samples", s.rtt_samples).num("rtt_min_ns", static_cast<uint64_t>(s.rtt_min.count()))
+            .num("rtt_median_ns", static_cast<uint64_t>(s.rtt_median.count()))
+            .num("rtt_max_ns", static_cast<uint64_t>(s.rtt_max.count())).num("recoveries", s.recoveries)
+            .num("recovery_min_ns", static_cast<uint64_t>(s.recovery_min.count()))
+            .num("recovery_max_ns", static_cast<uint64_t>(s.recovery_max.count()));
+        std::puts(j.done().c_str());
+      }
+      JsonLine j;
+      j.str("type", "result").str("file", path).num("packets", packets).num("errors", an.errors())
+          .num("notices", an.notices());
+      std::puts(j.done().c_str());
+    } else {
+      std::printf("%s: %llu RoCEv2 packets\n", path.c_str(), static_cast<unsigned long long>(packets));
+      for (const trace::Finding& f : an.findings())
+        std::printf("  %-8s %-20s %s  %s\n", packets_text(f.packets).c_str(), std::string(f.rule).c_str(),
+                    f.severity == trace::Severity::kError ? "ERROR " : "notice", f.text.c_str());
+      std::printf("\n  %-44s %-4s %8s %8s %10s %5s %6s %5s %4s %4s  %s\n", "PSN space (requester -> responder)", "",
+                  "requests", "response", "bytes", "gaps", "retrans", "dups", "NAKs", "RNR", "RTT min/median/max us");
+      for (size_t i = 0; i < spaces.size(); ++i) {
+        const auto& s = spaces[i];
+        std::string rtt = s.rtt_samples ? us(s.rtt_min) + "/" + us(s.rtt_median) + "/" + us(s.rtt_max) : "-";
+        if (s.recoveries)
+          rtt += "  recovered " + std::to_string(s.recoveries) + "x in " + us(s.recovery_min) + ".." +
+                 us(s.recovery_max) + " us";
+        std::printf("  %-44s %-4s %8llu %8llu %10llu %5llu %6llu %5llu %4llu %4llu  %s\n", space_name(static_cast<int>(i)).c_str(),
+                    s.transport.c_str(), static_cast<unsigned long long>(s.requests),
+                    static_cast<unsigned long long>(s.responses), static_cast<unsigned long long>(s.bytes),
+                    static_cast<unsigned long long>(s.gaps), static_cast<unsigned long long>(s.retransmissions),
+                    static_cast<unsigned long long>(s.duplicates), static_cast<unsigned long long>(s.naks),
+                    static_cast<unsigned long long>(s.rnr_naks), rtt.c_str());
+        if (s.findings_not_kept)
+          std::printf("  %44s (%llu more findings not listed)\n", "",
+                      static_cast<unsigned long long>(s.findings_not_kept));
+      }
+      std::printf("\n  %llu error%s, %llu notice%s\n", static_cast<unsigned long long>(an.errors()),
+                  an.errors() == 1 ? "" : "s", static_cast<unsigned long long>(an.notices()),
+                  an.notices() == 1 ? "" : "s");
+    }
+    if (an.errors() && status == 0) status = 1;
+  }
+  return status;
+}
+
+}  // namespace
+
+void register_check(CLI::App& app) {
+  auto o = std::make_shared<CheckCmdOptions>();
+  auto* cmd = app.add_subcommand(
+      "check", "Judge captures against the RoCEv2 protocol, per connection and PSN space (docs/replay.md)");
+  cmd->add_option("captures", o->captures, "pcap or pcapng files");
+  cmd->add_flag("--json", o->json, "one JSON object per finding, per PSN space and per file");
+  cmd->add_option("--mtu", o->mtu, "the path MTU (default: learned from First/Middle packets)")
+      ->check(CLI::IsMember({256u, 512u, 1024u, 2048u, 4096u}));
+  cmd->add_option("--max-findings", o->max_findings,
+                  "list at most N findings per rule and PSN space, count the rest (0: list all; default 50)");
+  cmd->add_flag("--list-rules", o->list_rules, "print every rule with its severity and what it checks");
+  cmd->callback([o] { exit_code() = run(*o); });
+}
+
+}  // namespace rocelab::tools
