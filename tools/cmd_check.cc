@@ -10,9 +10,8 @@
 
 #include "tools/commands.h"
 #include "tools/json_line.h"
+#include "trace/capture.h"
 #include "trace/check.h"
-#include "wire/frame.h"
-#include "wire/pcap_reader.h"
 
 namespace rocelab::tools {
 namespace {
@@ -37,43 +36,6 @@ std::string packets_text(const std::vector<uint64_t>& v) {
   return s;
 }
 
-// Reads one capture into the analyzer; false when it cannot be read to the end.
-bool read_capture(const std::string& path, trace::Analyzer& an, uint64_t* packets) {
-  std::string detail;
-  auto reader = wire::PcapReader::open(path, &detail);
-  if (!reader) {
-    std::fprintf(stderr, "rocelab check: %s: cannot read as a capture: %s\n", path.c_str(),
-                 (detail.empty() ? reader.error().message() : detail).c_str());
-    return false;
-  }
-  const int link = reader->link_type();
-  uint64_t frame = 0;
-  for (;;) {
-    auto next = reader->next(&detail);
-    if (!next) {
-      std::fprintf(stderr, "rocelab check: %s: damaged capture after frame %llu: %s\n", path.c_str(),
-                   static_cast<unsigned long long>(frame), detail.c_str());
-      return false;
-    }
-    if (!next->has_value()) return true;
-    const wire::CapturedFrame& f = **next;
-    ++frame;
-    auto d = wire::decode_frame(link, f.data);
-    if (!d) continue;  // not RoCEv2 (rocelab decode says what the others are)
-    ++*packets;
-    const std::string src = d->ip.info.src.to_string(), dst = d->ip.info.dst.to_string();
-    trace::TracePacket tp;
-    tp.number = frame;
-    tp.time = f.ts;
-    tp.src = src;
-    tp.dst = dst;
-    tp.tclass = d->ip.info.tclass;
-    tp.packet = &d->roce;
-    tp.icrc_ok = d->icrc_ok();
-    an.add(tp);
-  }
-}
-
 int run(const CheckCmdOptions& o) {
   if (o.list_rules) {
     for (const trace::Rule& r : trace::all_rules())
@@ -91,8 +53,19 @@ int run(const CheckCmdOptions& o) {
     co.mtu = o.mtu;
     co.max_findings_per_rule = o.max_findings;
     trace::Analyzer an(co);
-    uint64_t packets = 0;
-    if (!read_capture(path, an, &packets)) status = 2;
+    std::string error;
+    const trace::CaptureRead rd = trace::analyze_capture(path, an, &error);
+    const uint64_t packets = rd.packets;
+    if (!rd.readable) {
+      std::fprintf(stderr, "rocelab check: %s: cannot read as a capture: %s\n", path.c_str(), error.c_str());
+      status = 2;
+      continue;
+    }
+    if (!rd.damaged.empty()) {
+      std::fprintf(stderr, "rocelab check: %s: damaged capture after frame %llu: %s\n", path.c_str(),
+                   static_cast<unsigned long long>(rd.frames), rd.damaged.c_str());
+      status = 2;
+    }
     an.finish();
     const auto spaces = an.spaces();
     auto space_name = [&](int i) {

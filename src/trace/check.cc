@@ -229,19 +229,20 @@ void Analyzer::on_request(int si, const TracePacket& p) {
   const wire::OpInfo& info = h.info();
   const Psn psn = h.bth.psn;
   const uint32_t len = static_cast<uint32_t>(p.packet->payload.size());
-  const std::string where = s.req_addr + " -> " + s.resp_addr + " qp " + qpn_text(s.resp_qpn) + ": ";
-  const std::string what = std::string(info.name) + " PSN " + std::to_string(psn.value());
+  // The words of a finding, built only when there is one (no allocation per packet).
+  auto where = [&] { return s.req_addr + " -> " + s.resp_addr + " qp " + qpn_text(s.resp_qpn) + ": "; };
+  auto what = [&] { return std::string(info.name) + " PSN " + std::to_string(psn.value()); };
   ++s.sum.requests;
 
-  if (!p.icrc_ok) report(si, rule::kIcrcBad, {p.number}, where + what + ": the ICRC does not match");
+  if (!p.icrc_ok) report(si, rule::kIcrcBad, {p.number}, where() + what() + ": the ICRC does not match");
   if (s.pkey && *s.pkey != h.bth.pkey) {
     char b[48];
     std::snprintf(b, sizeof b, ": P_Key 0x%04x, earlier 0x%04x", h.bth.pkey, *s.pkey);
-    report(si, rule::kPkeyChanged, {p.number}, where + what + b);
+    report(si, rule::kPkeyChanged, {p.number}, where() + what() + b);
   }
   s.pkey = h.bth.pkey;
   if ((len + h.bth.pad_count) % 4 != 0)
-    report(si, rule::kPadAlign, {p.number}, where + what + ": payload " + std::to_string(len) + " + pad " +
+    report(si, rule::kPadAlign, {p.number}, where() + what() + ": payload " + std::to_string(len) + " + pad " +
                                                 std::to_string(h.bth.pad_count) + " is not a multiple of 4");
 
   // How many PSNs this request uses: a READ reserves one per response.
@@ -266,7 +267,7 @@ void Analyzer::on_request(int si, const TracePacket& p) {
     if (d > 0 && !s.next_unknown) {
       ++s.sum.gaps;
       report(si, rule::kPsnGap, {p.number},
-             where + what + ": expected PSN " + std::to_string(s.next.value()) + ", " + std::to_string(d) +
+             where() + what() + ": expected PSN " + std::to_string(s.next.value()) + ", " + std::to_string(d) +
                  " packet" + (d == 1 ? "" : "s") + " missing before it");
       s.msg_open = false;  // what was missing may have opened or closed a message
       s.synced = false;
@@ -282,7 +283,7 @@ void Analyzer::on_request(int si, const TracePacket& p) {
     if (first || (!middle && !last)) {  // First, Only, or a single-packet READ/atomic
       if (s.msg_open)
         report(si, rule::kSeqInside, {p.number, s.msg_first_no},
-               where + what + ": a new message while the one begun at " + num(s.msg_first_no) + " has no Last");
+               where() + what() + ": a new message while the one begun at " + num(s.msg_first_no) + " has no Last");
       s.synced = true;
       s.msg_open = first && !last;
       s.msg_write = write;
@@ -291,14 +292,14 @@ void Analyzer::on_request(int si, const TracePacket& p) {
       s.msg_reth_len.reset();
       if (info.carries(wire::Hdr::kReth) && write) s.msg_reth_len = h.reth.dma_len;
       if (first && last && s.msg_reth_len && len != *s.msg_reth_len)
-        report(si, rule::kLenReth, {p.number}, where + what + ": payload " + std::to_string(len) +
+        report(si, rule::kLenReth, {p.number}, where() + what() + ": payload " + std::to_string(len) +
                                                    " bytes, the RETH says " + std::to_string(*s.msg_reth_len));
     } else if (!s.msg_open) {
       if (s.synced)
-        report(si, rule::kSeqNoFirst, {p.number}, where + what + ": no message is open (no First before it)");
+        report(si, rule::kSeqNoFirst, {p.number}, where() + what() + ": no message is open (no First before it)");
     } else if (s.msg_write != write) {
       report(si, rule::kSeqNoFirst, {p.number, s.msg_first_no},
-             where + what + ": the message begun at " + num(s.msg_first_no) + " is a " +
+             where() + what() + ": the message begun at " + num(s.msg_first_no) + " is a " +
                  (s.msg_write ? "WRITE" : "SEND"));
       s.msg_open = false;
     } else {
@@ -307,22 +308,22 @@ void Analyzer::on_request(int si, const TracePacket& p) {
         s.msg_open = false;
         if (s.msg_reth_len && s.msg_bytes != *s.msg_reth_len)
           report(si, rule::kLenReth, {p.number, s.msg_first_no},
-                 where + what + ": the message from " + num(s.msg_first_no) + " carries " +
+                 where() + what() + ": the message from " + num(s.msg_first_no) + " carries " +
                      std::to_string(s.msg_bytes) + " bytes, its RETH says " + std::to_string(*s.msg_reth_len));
       }
     }
     if ((first && !last) || middle) {
       if (h.bth.pad_count != 0)
-        report(si, rule::kPadFirstMiddle, {p.number}, where + what + ": pad " + std::to_string(h.bth.pad_count));
+        report(si, rule::kPadFirstMiddle, {p.number}, where() + what() + ": pad " + std::to_string(h.bth.pad_count));
       if (mtu_ != 0 && len != mtu_)
         report(si, rule::kLenMiddle, {p.number},
-               where + what + ": payload " + std::to_string(len) + " bytes, the path MTU is " + std::to_string(mtu_));
+               where() + what() + ": payload " + std::to_string(len) + " bytes, the path MTU is " + std::to_string(mtu_));
     }
     if (len > std::max<uint32_t>(mtu_, 0) && mtu_ != 0 && (last || !middle))
       report(si, rule::kLenMtu, {p.number},
-             where + what + ": payload " + std::to_string(len) + " bytes, the path MTU is " + std::to_string(mtu_));
+             where() + what() + ": payload " + std::to_string(len) + " bytes, the path MTU is " + std::to_string(mtu_));
     else if (len > wire::kMaxMtu)
-      report(si, rule::kLenMtu, {p.number}, where + what + ": payload " + std::to_string(len) + " bytes");
+      report(si, rule::kLenMtu, {p.number}, where() + what() + ": payload " + std::to_string(len) + " bytes");
 
     Space::Sent& sent = s.outstanding[psn.value()];
     sent = {p.number, p.number, p.time, p.time, h.bth.ack_req, false, info.is(OpClass::kAtomic)};
@@ -348,7 +349,7 @@ void Analyzer::on_request(int si, const TracePacket& p) {
   if (prev && since < kMinTimeout && !nak_after && !rnr_after && lost == s.read_lost.end()) {
     ++s.sum.duplicates;
     report(si, rule::kNetworkDuplicate, pkts,
-           where + what + ": again " + us(since) + " after " + num(prev->last_no) +
+           where() + what() + ": again " + us(since) + " after " + num(prev->last_no) +
                ", sooner than any retransmit timer: a copy made by the network");
     return;
   }
@@ -358,7 +359,7 @@ void Analyzer::on_request(int si, const TracePacket& p) {
     if (!prev && !nak_after && !rnr_after) {
       // Missing until now and nobody asked for it again: it was overtaken.
       report(si, rule::kOutOfOrder, {p.number, after_no},
-             where + what + ": arrives after " + num(after_no) + " that came later in sequence (reordered)");
+             where() + what() + ": arrives after " + num(after_no) + " that came later in sequence (reordered)");
       s.outstanding[psn.value()] = {p.number, p.number, p.time, p.time, h.bth.ack_req, false, info.is(OpClass::kAtomic)};
       if (read) s.reads[psn.value()] = {p.number, h.reth.dma_len, std::nullopt, 0, psn, true};
       if (s.epsn == psn) s.set_epsn(psn + consumed);
@@ -383,7 +384,7 @@ void Analyzer::on_request(int si, const TracePacket& p) {
     pkts.push_back(s.rnr.no);
     if (waited < std::chrono::microseconds(s.rnr.wait_us))
       report(si, rule::kRnrWait, {p.number, s.rnr.no},
-             where + what + ": sent " + us(waited) + " after the RNR NAK " + num(s.rnr.no) + " that asked for " +
+             where() + what() + ": sent " + us(waited) + " after the RNR NAK " + num(s.rnr.no) + " that asked for " +
                  std::to_string(s.rnr.wait_us) + " us");
     s.rnr.valid = false;  // one wait per RNR NAK
   } else if (acked) {
@@ -399,7 +400,7 @@ void Analyzer::on_request(int si, const TracePacket& p) {
   if (s.burst_cause.empty() || psn != s.burst_next) s.burst_cause = cause;
   s.burst_next = psn + 1;
   ++s.sum.retransmissions;
-  report(si, rule::kRetransmission, pkts, where + what + " sent again " + cause);
+  report(si, rule::kRetransmission, pkts, where() + what() + " sent again " + cause);
   if (prev) {
     prev->last_no = p.number;
     prev->last_t = p.time;
@@ -415,13 +416,13 @@ void Analyzer::on_response(int si, const TracePacket& p) {
   const wire::OpInfo& info = h.info();
   const Psn psn = h.bth.psn;
   const uint32_t len = static_cast<uint32_t>(p.packet->payload.size());
-  const std::string where = s.resp_addr + " -> " + s.req_addr + " qp " + qpn_text(h.bth.dest_qpn.value()) + ": ";
-  const std::string what = std::string(info.name) + " PSN " + std::to_string(psn.value());
+  auto where = [&] { return s.resp_addr + " -> " + s.req_addr + " qp " + qpn_text(h.bth.dest_qpn.value()) + ": "; };
+  auto what = [&] { return std::string(info.name) + " PSN " + std::to_string(psn.value()); };
   ++s.sum.responses;
-  if (!p.icrc_ok) report(si, rule::kIcrcBad, {p.number}, where + what + ": the ICRC does not match");
+  if (!p.icrc_ok) report(si, rule::kIcrcBad, {p.number}, where() + what() + ": the ICRC does not match");
   if (s.started && !psn.before(s.next) && !s.next_unknown) {
     report(si, rule::kAckUnsent, {p.number},
-           where + what + ": the requester has sent PSNs up to " + std::to_string((s.next - 1).value()) + " only");
+           where() + what() + ": the requester has sent PSNs up to " + std::to_string((s.next - 1).value()) + " only");
     return;
   }
 
@@ -438,29 +439,29 @@ void Analyzer::on_response(int si, const TracePacket& p) {
     const bool first = info.is(OpClass::kFirst), last = info.is(OpClass::kLast);
     if (!r) {
       if (!s.acked || psn.after(*s.acked))
-        report(si, rule::kReadPsn, {p.number}, where + what + ": no outstanding READ request reserved this PSN");
+        report(si, rule::kReadPsn, {p.number}, where() + what() + ": no outstanding READ request reserved this PSN");
       else
-        report(si, rule::kNetworkDuplicate, {p.number}, where + what + ": a response for a READ already answered");
+        report(si, rule::kNetworkDuplicate, {p.number}, where() + what() + ": a response for a READ already answered");
       return;
     }
     s.sum.bytes += len;
     if (first) {
       if (psn != r->first_resp)
         report(si, rule::kReadPsn, {p.number, r->no},
-               where + what + ": a First response must carry the READ's PSN " + std::to_string(r->first_resp.value()) +
+               where() + what() + ": a First response must carry the READ's PSN " + std::to_string(r->first_resp.value()) +
                    " (" + num(r->no) + ")");
       r->next_resp = psn + 1;
       r->bytes = len;
       r->whole = psn == r->first_resp;
     } else if (r->next_resp && psn.before(*r->next_resp)) {
-      report(si, rule::kNetworkDuplicate, {p.number}, where + what + ": this response arrived before");
+      report(si, rule::kNetworkDuplicate, {p.number}, where() + what() + ": this response arrived before");
       return;
     } else if (!r->next_resp || psn != *r->next_resp) {
       // Responses missing before this one: lost before this point (the
       // requester will ask again from the first missing PSN).
       ++s.sum.gaps;
       report(si, rule::kPsnGap, {p.number, r->no},
-             where + what + ": READ responses of " + num(r->no) + " missing before it (expected PSN " +
+             where() + what() + ": READ responses of " + num(r->no) + " missing before it (expected PSN " +
                  (r->next_resp ? std::to_string(r->next_resp->value()) : std::to_string(r->first_resp.value())) + ")");
       const Psn lost = r->next_resp ? *r->next_resp : r->first_resp;
       if (!r->lost_from) r->lost_from = lost;
@@ -478,13 +479,13 @@ void Analyzer::on_response(int si, const TracePacket& p) {
           const uint32_t want = std::max<uint32_t>(1, (r->length + mtu_ - 1) / mtu_);
           if (count != want)
             report(si, rule::kReadCount, {p.number, r->no},
-                   where + "the READ " + num(r->no) + " of " + std::to_string(r->length) + " bytes got " +
+                   where() + "the READ " + num(r->no) + " of " + std::to_string(r->length) + " bytes got " +
                        std::to_string(count) + " responses, at MTU " + std::to_string(mtu_) + " it needs " +
                        std::to_string(want));
         }
         if (r->bytes != r->length)
           report(si, rule::kReadLength, {p.number, r->no},
-                 where + "the READ " + num(r->no) + " asked for " + std::to_string(r->length) + " bytes, got " +
+                 where() + "the READ " + num(r->no) + " asked for " + std::to_string(r->length) + " bytes, got " +
                      std::to_string(r->bytes));
       }
       // The requester will ask again from the first lost response: its AETH
@@ -501,14 +502,14 @@ void Analyzer::on_response(int si, const TracePacket& p) {
 
   const wire::Aeth a = h.aeth;
   if (s.msn && a.msn != *s.msn && wire::Psn(a.msn).before(wire::Psn(*s.msn)))
-    report(si, rule::kMsnBackwards, {p.number}, where + what + ": MSN " + std::to_string(a.msn) + " after " +
+    report(si, rule::kMsnBackwards, {p.number}, where() + what() + ": MSN " + std::to_string(a.msn) + " after " +
                                                     std::to_string(*s.msn));
   s.msn = a.msn;
   switch (a.kind()) {
     case wire::AckKind::kRnrNak:
       ++s.sum.rnr_naks;
       s.rnr = {true, psn, p.number, p.time, wire::rnr_timer_us(a.value5())};
-      report(si, rule::kRnrNak, {p.number}, where + what + ": receiver not ready, retry in " +
+      report(si, rule::kRnrNak, {p.number}, where() + what() + ": receiver not ready, retry in " +
                                                 std::to_string(s.rnr.wait_us) + " us");
       return;
     case wire::AckKind::kNak: {
@@ -521,7 +522,7 @@ void Analyzer::on_response(int si, const TracePacket& p) {
         } else if (psn.after(s.epsn)) {
           // The capture shows nothing of PSNs epsn..psn-1 reaching the responder.
           report(si, rule::kNakPsn, {p.number},
-                 where + what + ": PSN " + std::to_string(s.epsn.value()) +
+                 where() + what() + ": PSN " + std::to_string(s.epsn.value()) +
                      " is the first request the responder did not get, the NAK must name it");
         } else if (psn.before(s.epsn)) {
           // PSN psn is in the capture but did not reach the responder: the
@@ -529,11 +530,11 @@ void Analyzer::on_response(int si, const TracePacket& p) {
           // what the responder expects follows the NAK from here on.
           if (!s.outstanding.count(psn.value()))
             report(si, rule::kNakPsn, {p.number},
-                   where + what + ": the NAK names a PSN the requester never sent or that was acknowledged");
+                   where() + what() + ": the NAK names a PSN the requester never sent or that was acknowledged");
           s.set_epsn(psn);
         }
       }
-      report(si, rule::kNak, {p.number}, where + what + ": NAK " + std::string(wire::to_string(code)));
+      report(si, rule::kNak, {p.number}, where() + what() + ": NAK " + std::string(wire::to_string(code)));
       return;
     }
     case wire::AckKind::kReserved:
@@ -556,7 +557,7 @@ void Analyzer::on_response(int si, const TracePacket& p) {
   if (s.acked && !psn.after(*s.acked) && !info.is(OpClass::kRead)) {
     ++s.sum.dup_acks;
     report(si, rule::kAckDuplicate, {p.number},
-           where + what + ": PSN " + std::to_string(psn.value()) + " was acknowledged already (" + num(s.acked_no) +
+           where() + what() + ": PSN " + std::to_string(psn.value()) + " was acknowledged already (" + num(s.acked_no) +
                "): the answer to a duplicate request");
     return;
   }
@@ -564,7 +565,7 @@ void Analyzer::on_response(int si, const TracePacket& p) {
     auto at = s.outstanding.find(psn.value());
     if (at != s.outstanding.end() && at->second.atomic)
       report(si, rule::kAtomicAck, {p.number, at->second.first_no},
-             where + what + ": the atomic request " + num(at->second.first_no) + " needs an ATOMIC Acknowledge");
+             where() + what() + ": the atomic request " + num(at->second.first_no) + " needs an ATOMIC Acknowledge");
   }
   for (auto it = s.outstanding.begin(); it != s.outstanding.end();) {
     if (Psn(it->first).after(ack_psn)) {

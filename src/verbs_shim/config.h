@@ -41,9 +41,9 @@ struct ShimConfig {
   std::string pcap_path;
   std::string events_path;
   bool debug = false;
-  bool explain = false;
-  bool retry_forever = false;
-  bool counters = false;  // print each device's counters on stderr when it closes / at exit  // retry_cnt 7 as rxe reads it (DeviceConfig::retry_forever)  // a refused verb prints the engine's reason on stderr (errno unchanged)
+  bool explain = false;        // a refused verb prints the engine's reason on stderr (errno unchanged)
+  bool retry_forever = false;  // retry_cnt 7 as rxe reads it (DeviceConfig::retry_forever)
+  bool counters = false;       // print each device's counters on stderr when it closes / at exit
 };
 
 // Parses the ROCELAB_* variables as `lookup` returns them (nullptr: unset).

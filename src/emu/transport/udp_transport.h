@@ -33,8 +33,7 @@
 
 namespace rocelab::emu {
 
-template <typename T>
-using Result = wire::Result<T>;
+using wire::Result;  // as device.h has it (an alias template of the same name would clash)
 
 inline constexpr uint16_t kFirstSourcePort = 0xC000;  // RoCEv2 source ports: 0xC000-0xFFFF
 
