@@ -39,6 +39,7 @@ struct Analyzer::Space {
   uint32_t resp_qpn = 0;                // the destination QPN of the requests
   std::optional<uint32_t> req_qpn;      // the destination QPN of the responses, once seen
   wire::Transport transport = wire::Transport::kRC;
+  uint32_t mtu = 0;  // the path MTU: given, or learned from this space's First/Middle packets
 
   struct Sent {
     uint64_t first_no = 0, last_no = 0;
@@ -107,7 +108,27 @@ struct Analyzer::Space {
   uint64_t rtt_seen = 0;
 };
 
-Analyzer::Analyzer(CheckOptions opt) : opt_(opt), mtu_(opt.mtu) {}
+Analyzer::Analyzer(CheckOptions opt) : opt_(opt) {}
+
+namespace {
+
+// A First or Middle packet carries exactly one path MTU.
+void learn_mtu(Analyzer::Space& s, const wire::OpInfo& info, uint32_t len) {
+  if (s.mtu == 0 && (info.is(OpClass::kMiddle) || (info.is(OpClass::kFirst) && !info.is(OpClass::kLast))))
+    s.mtu = len;
+}
+
+// State stays bounded when a capture holds only one direction (no ACK ever
+// retires a request) or a UC connection (no ACKs at all): what lies more than
+// kWindow PSNs behind the newest is forgotten.
+constexpr uint32_t kWindow = 1u << 16;
+template <typename Map>
+void forget_old(Map& m, Psn newest) {
+  if (m.size() > kWindow) m.erase((newest - kWindow).value());
+  while (m.size() > 2 * kWindow) m.erase(m.begin());
+}
+
+}  // namespace
 Analyzer::~Analyzer() = default;
 
 void Analyzer::report(int space, std::string_view rule, std::vector<uint64_t> packets, std::string text) {
@@ -136,6 +157,7 @@ int Analyzer::space_for_request(const TracePacket& p) {
     s->resp_addr = p.dst;
     s->resp_qpn = p.packet->hdr.bth.dest_qpn.value();
     s->transport = p.packet->hdr.info().transport;
+    s->mtu = opt_.mtu;
     s->sum.transport = std::string(wire::to_string(s->transport));
     spaces_.push_back(std::move(s));
   }
@@ -179,8 +201,6 @@ int Analyzer::add(const TracePacket& p) {
                                             qpn_text(h.bth.dest_qpn.value()) + ": a CNP (slow down)");
     return -1;
   }
-  if (mtu_ == 0 && (info.is(OpClass::kMiddle) || (info.is(OpClass::kFirst) && !info.is(OpClass::kLast))))
-    mtu_ = static_cast<uint32_t>(p.packet->payload.size());
   if (info.transport == wire::Transport::kUD) {
     on_ud(p);
     return -1;
@@ -229,6 +249,7 @@ void Analyzer::on_request(int si, const TracePacket& p) {
   const wire::OpInfo& info = h.info();
   const Psn psn = h.bth.psn;
   const uint32_t len = static_cast<uint32_t>(p.packet->payload.size());
+  learn_mtu(s, info, len);
   // The words of a finding, built only when there is one (no allocation per packet).
   auto where = [&] { return s.req_addr + " -> " + s.resp_addr + " qp " + qpn_text(s.resp_qpn) + ": "; };
   auto what = [&] { return std::string(info.name) + " PSN " + std::to_string(psn.value()); };
@@ -250,8 +271,8 @@ void Analyzer::on_request(int si, const TracePacket& p) {
   uint32_t consumed = 1;
   bool consumed_known = true;
   if (read) {
-    if (mtu_ != 0) {
-      consumed = std::max<uint32_t>(1, (h.reth.dma_len + mtu_ - 1) / mtu_);
+    if (s.mtu != 0) {
+      consumed = std::max<uint32_t>(1, (h.reth.dma_len + s.mtu - 1) / s.mtu);
     } else {
       consumed_known = false;
     }
@@ -315,19 +336,23 @@ void Analyzer::on_request(int si, const TracePacket& p) {
     if ((first && !last) || middle) {
       if (h.bth.pad_count != 0)
         report(si, rule::kPadFirstMiddle, {p.number}, where() + what() + ": pad " + std::to_string(h.bth.pad_count));
-      if (mtu_ != 0 && len != mtu_)
+      if (s.mtu != 0 && len != s.mtu)
         report(si, rule::kLenMiddle, {p.number},
-               where() + what() + ": payload " + std::to_string(len) + " bytes, the path MTU is " + std::to_string(mtu_));
+               where() + what() + ": payload " + std::to_string(len) + " bytes, the path MTU is " + std::to_string(s.mtu));
     }
-    if (len > std::max<uint32_t>(mtu_, 0) && mtu_ != 0 && (last || !middle))
+    if (len > std::max<uint32_t>(s.mtu, 0) && s.mtu != 0 && (last || !middle))
       report(si, rule::kLenMtu, {p.number},
-             where() + what() + ": payload " + std::to_string(len) + " bytes, the path MTU is " + std::to_string(mtu_));
+             where() + what() + ": payload " + std::to_string(len) + " bytes, the path MTU is " + std::to_string(s.mtu));
     else if (len > wire::kMaxMtu)
       report(si, rule::kLenMtu, {p.number}, where() + what() + ": payload " + std::to_string(len) + " bytes");
 
     Space::Sent& sent = s.outstanding[psn.value()];
     sent = {p.number, p.number, p.time, p.time, h.bth.ack_req, false, info.is(OpClass::kAtomic)};
-    if (read) s.reads[psn.value()] = {p.number, h.reth.dma_len, std::nullopt, 0, psn, true};
+    forget_old(s.outstanding, psn);
+    if (read) {
+      s.reads[psn.value()] = {p.number, h.reth.dma_len, std::nullopt, 0, psn, true};
+      forget_old(s.reads, psn);
+    }
     if (s.epsn == psn) s.set_epsn(psn + consumed);
     s.next = psn + consumed;
     if (!consumed_known) s.next_unknown = true;
@@ -416,6 +441,7 @@ void Analyzer::on_response(int si, const TracePacket& p) {
   const wire::OpInfo& info = h.info();
   const Psn psn = h.bth.psn;
   const uint32_t len = static_cast<uint32_t>(p.packet->payload.size());
+  learn_mtu(s, info, len);
   auto where = [&] { return s.resp_addr + " -> " + s.req_addr + " qp " + qpn_text(h.bth.dest_qpn.value()) + ": "; };
   auto what = [&] { return std::string(info.name) + " PSN " + std::to_string(psn.value()); };
   ++s.sum.responses;
@@ -432,8 +458,8 @@ void Analyzer::on_response(int si, const TracePacket& p) {
     auto it = s.reads.upper_bound(psn.value());
     Space::Read* r = nullptr;
     if (it != s.reads.begin()) r = &std::prev(it)->second;
-    if (r && mtu_ != 0) {
-      const uint32_t want = std::max<uint32_t>(1, (r->length + mtu_ - 1) / mtu_);
+    if (r && s.mtu != 0) {
+      const uint32_t want = std::max<uint32_t>(1, (r->length + s.mtu - 1) / s.mtu);
       if (psn.distance(r->first_resp) >= static_cast<int32_t>(want)) r = nullptr;  // beyond that READ
     }
     const bool first = info.is(OpClass::kFirst), last = info.is(OpClass::kLast);
@@ -475,12 +501,12 @@ void Analyzer::on_response(int si, const TracePacket& p) {
     if (last) {
       const uint32_t count = static_cast<uint32_t>(psn.distance(r->first_resp)) + 1;
       if (r->whole) {
-        if (mtu_ != 0) {
-          const uint32_t want = std::max<uint32_t>(1, (r->length + mtu_ - 1) / mtu_);
+        if (s.mtu != 0) {
+          const uint32_t want = std::max<uint32_t>(1, (r->length + s.mtu - 1) / s.mtu);
           if (count != want)
             report(si, rule::kReadCount, {p.number, r->no},
                    where() + "the READ " + num(r->no) + " of " + std::to_string(r->length) + " bytes got " +
-                       std::to_string(count) + " responses, at MTU " + std::to_string(mtu_) + " it needs " +
+                       std::to_string(count) + " responses, at MTU " + std::to_string(s.mtu) + " it needs " +
                        std::to_string(want));
         }
         if (r->bytes != r->length)

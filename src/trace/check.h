@@ -99,7 +99,6 @@ class Analyzer {
   std::vector<Finding> findings_;
   std::map<std::pair<int, std::string_view>, uint64_t> kept_;  // findings kept per (space, rule)
   uint64_t errors_ = 0, notices_ = 0;
-  uint32_t mtu_ = 0;  // learned (or given) path MTU
 };
 
 }  // namespace rocelab::trace
