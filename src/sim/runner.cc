@@ -215,7 +215,7 @@ bool Run::setup(const SimOptions& opt, std::string* error) {
       auto o = std::make_unique<MrObj>();
       o->node = idx;
       o->mem.assign(m.length(), std::byte(m.fill()));
-      std::memcpy(o->mem.data(), m.init().data(), m.init().size());
+      if (!m.init().empty()) std::memcpy(o->mem.data(), m.init().data(), m.init().size());
       unsigned access = 0;
       for (const auto& a : m.access()) access |= *parse_access(a);
       // A fixed virtual address per MR: the ladder and the goldens never
@@ -505,8 +505,8 @@ void Run::advance(Nanos d) {
 void Run::expect_mem(size_t i, const scenario::ExpectMem& m) {
   const MrObj& o = *mrs_[m.mr()];
   std::vector<std::byte> want(m.bytes().size());
-  std::memcpy(want.data(), m.bytes().data(), want.size());
-  if (want.empty()) want.assign(m.length(), std::byte(m.fill()));
+  if (!want.empty()) std::memcpy(want.data(), m.bytes().data(), want.size());  // (memcpy of null is UB)
+  else want.assign(m.length(), std::byte(m.fill()));
   std::string what = m.mr() + "[" + std::to_string(m.offset()) + ", +" + std::to_string(want.size()) + ")";
   if (m.offset() > o.mem.size() || want.size() > o.mem.size() - m.offset()) {
     expect(i, o.node, false, what + " inside the MR", "an MR of " + std::to_string(o.mem.size()) + " bytes");
