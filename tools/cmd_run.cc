@@ -112,7 +112,7 @@ void register_run(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   auto* cmd = app.add_subcommand("run", "Run an unmodified verbs program on emulated RoCE devices");
   cmd->add_option("--devices", o->devices, "emulated device names, comma-separated (default rocelab0)");
-  cmd->add_option("--ip", o->ip, "IPv4 or IPv6 address per device, comma-separated (default: first free 127.0.0.x)");
+  cmd->add_option("--ip", o->ip, "IPv4 or IPv6 address per device, comma-separated; an IPv6 link-local one with its interface, fe80::1%eth0 (default: first free 127.0.0.x)");
   cmd->add_option("--mtu", o->mtu, "active MTU of the emulated port (256..4096; default: from the interface MTU, as Soft-RoCE: 4096 on lo, 1024 on a 1500-byte link)")
       ->check(CLI::IsMember({256, 512, 1024, 2048, 4096}));
   cmd->add_option("--pcap", o->pcap, "write every RoCEv2 packet sent and received to this pcap file");

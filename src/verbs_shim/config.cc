@@ -1,5 +1,7 @@
 #include "verbs_shim/config.h"
 
+#include <net/if.h>
+
 #include <charconv>
 #include <cstdlib>
 #include <string_view>
@@ -37,7 +39,7 @@ bool valid_device_name(const std::string& name) {
   return true;
 }
 
-std::string bad(const char* var, const char* value, const char* why) {
+std::string bad(const char* var, const char* value, const std::string& why) {
   return std::string(var) + "=\"" + value + "\": " + why;
 }
 
@@ -72,6 +74,12 @@ std::optional<ShimConfig> parse_config(EnvLookup lookup, std::string& error) {
       return std::nullopt;
     }
     for (size_t i = 0; i < ips.size(); ++i) {
+      // "fe80::1%eth0": an IPv6 link-local address and its interface.
+      std::string scope;
+      if (const size_t pct = ips[i].find('%'); pct != std::string::npos) {
+        scope = ips[i].substr(pct + 1);
+        ips[i].resize(pct);
+      }
       auto ip = wire::IpAddr::parse(ips[i]);
       if (!ip) {
         error = bad("ROCELAB_IP", v,
@@ -79,6 +87,24 @@ std::optional<ShimConfig> parse_config(EnvLookup lookup, std::string& error) {
                         ? "an address, not a prefix: give the interface's address without /length"
                         : "not an IPv4 or IPv6 address");
         return std::nullopt;
+      }
+      const bool link_local = ip->v6 && ip->b[0] == 0xfe && (ip->b[1] & 0xc0) == 0x80;
+      if (!scope.empty() && !link_local) {
+        error = bad("ROCELAB_IP", v, "only an IPv6 link-local address (fe80::/10) takes %interface");
+        return std::nullopt;
+      }
+      if (link_local && scope.empty()) {
+        error = bad("ROCELAB_IP", v, "an IPv6 link-local address needs its interface: fe80::...%eth0");
+        return std::nullopt;
+      }
+      if (!scope.empty()) {
+        const unsigned idx = ::if_nametoindex(scope.c_str());
+        if (idx == 0) {
+          error = bad("ROCELAB_IP", v, "no network interface named \"" + scope + "\" here");
+          return std::nullopt;
+        }
+        cfg.devices[i].scope_id = idx;
+        cfg.devices[i].scope = scope;
       }
       cfg.devices[i].ip = *ip;
     }

@@ -31,6 +31,10 @@ inline constexpr size_t kMaxDevices = 8;
 struct DeviceConfig {
   std::string name;
   std::optional<wire::IpAddr> ip;  // nullopt: the transport picks a free 127.0.0.x
+  // An IPv6 link-local address (fe80::/10) comes with its interface
+  // ("fe80::1%eth0"): its index, for the sockets (sin6_scope_id). 0: none.
+  uint32_t scope_id = 0;
+  std::string scope;  // the interface's name as given
 };
 
 struct ShimConfig {

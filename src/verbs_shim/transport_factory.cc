@@ -51,10 +51,13 @@ wire::Result<std::unique_ptr<emu::Transport>> make_transport(const DeviceConfig&
                                                              const ShimConfig&) {
   std::unique_ptr<emu::Transport> t;
   if (dev.ip) {
-    auto udp = emu::UdpTransport::open(*dev.ip);
+    emu::UdpTransportConfig ucfg;
+    ucfg.scope_id = dev.scope_id;  // a link-local address's interface
+    auto udp = emu::UdpTransport::open(*dev.ip, ucfg);
     if (!udp) {
-      std::fprintf(stderr, "rocelab shim: %s: cannot bind %s:4791: %s\n", dev.name.c_str(),
-                   dev.ip->to_string().c_str(), udp.error().message().c_str());
+      std::fprintf(stderr, "rocelab shim: %s: cannot bind %s%s%s:4791: %s\n", dev.name.c_str(),
+                   dev.ip->to_string().c_str(), dev.scope.empty() ? "" : "%", dev.scope.c_str(),
+                   udp.error().message().c_str());
       return udp.error();
     }
     t = std::move(*udp);

@@ -62,6 +62,19 @@ TEST(ShimConfig, AnIpv6AddressIsTaken) {
   EXPECT_EQ(c->devices[0].ip->to_string(), "fd00:77::1");
 }
 
+TEST(ShimConfig, AnIpv6LinkLocalAddressTakesItsInterface) {
+  std::string error;
+  auto c = parse({{"ROCELAB_IP", "fe80::77:1%lo"}}, error);
+  ASSERT_TRUE(c) << error;
+  ASSERT_TRUE(c->devices[0].ip);
+  EXPECT_EQ(c->devices[0].ip->to_string(), "fe80::77:1");
+  EXPECT_EQ(c->devices[0].scope, "lo");
+  EXPECT_EQ(c->devices[0].scope_id, 1u);  // lo is interface 1
+  c = parse({{"ROCELAB_IP", "fd00:77::1"}}, error);
+  ASSERT_TRUE(c) << error;
+  EXPECT_EQ(c->devices[0].scope_id, 0u);
+}
+
 TEST(ShimConfig, BadValuesAreRefusedNamingTheVariable) {
   const std::map<std::string, std::string> bad[] = {
       {{"ROCELAB_MTU", "1500"}},                        // not an IBTA path MTU
@@ -70,6 +83,9 @@ TEST(ShimConfig, BadValuesAreRefusedNamingTheVariable) {
       {{"ROCELAB_IP", "192.0.2.3/24"}},                 // a prefix, not an address
       {{"ROCELAB_IP", "fd00::zz"}},                     // not an IPv6 address
       {{"ROCELAB_IP", "127.0.0.1,127.0.0.2"}},          // more addresses than devices
+      {{"ROCELAB_IP", "fe80::1"}},                      // link-local without its interface
+      {{"ROCELAB_IP", "fe80::1%no-such-if0"}},          // an interface that is not there
+      {{"ROCELAB_IP", "192.0.2.3%lo"}},                 // a scope on an address that takes none
       {{"ROCELAB_DEVICES", "a,a"}},                     // duplicate name
       {{"ROCELAB_DEVICES", "a b"}},                     // space in a name
       {{"ROCELAB_DEVICES", ","}},                       // no names at all

@@ -52,13 +52,14 @@ struct alignas(cmsghdr) CmsgBuf {
 
 std::error_code last_error() { return {errno, std::system_category()}; }
 
-socklen_t to_sockaddr(const wire::IpAddr& a, uint16_t port, sockaddr_storage& ss) {
+socklen_t to_sockaddr(const wire::IpAddr& a, uint16_t port, sockaddr_storage& ss, uint32_t scope_id = 0) {
   std::memset(&ss, 0, sizeof ss);
   if (a.v6) {
     auto* s6 = reinterpret_cast<sockaddr_in6*>(&ss);
     s6->sin6_family = AF_INET6;
     s6->sin6_port = htons(port);
     std::memcpy(&s6->sin6_addr, a.b.data(), 16);
+    if (is_link_local(a)) s6->sin6_scope_id = scope_id;
     return sizeof(sockaddr_in6);
   }
   auto* s4 = reinterpret_cast<sockaddr_in*>(&ss);
@@ -91,11 +92,11 @@ void set_buffer(int fd, int force_opt, int opt, int bytes) {
 int set_int(int fd, int level, int opt, int v) { return setsockopt(fd, level, opt, &v, sizeof v); }
 
 // A non-blocking UDP socket bound to (addr, port).
-Result<int> bind_udp(const wire::IpAddr& addr, uint16_t port) {
+Result<int> bind_udp(const wire::IpAddr& addr, uint16_t port, uint32_t scope_id) {
   int fd = ::socket(addr.v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return last_error();
   sockaddr_storage ss;
-  socklen_t len = to_sockaddr(addr, port, ss);
+  socklen_t len = to_sockaddr(addr, port, ss, scope_id);
   if (addr.v6) set_int(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1);
   if (::bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0) {
     std::error_code ec = last_error();
@@ -121,8 +122,10 @@ RxSocket::~RxSocket() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-Result<RxSocket> bind_rx_socket(const wire::IpAddr& addr) {
-  auto fd = bind_udp(addr, wire::kRoceV2Port);
+bool is_link_local(const wire::IpAddr& a) { return a.v6 && a.b[0] == 0xfe && (a.b[1] & 0xc0) == 0x80; }
+
+Result<RxSocket> bind_rx_socket(const wire::IpAddr& addr, uint32_t scope_id) {
+  auto fd = bind_udp(addr, wire::kRoceV2Port, scope_id);
   if (!fd) return fd.error();
   return RxSocket(*fd, addr);
 }
@@ -229,7 +232,7 @@ Result<int> UdpTransport::Impl::send_fd(uint16_t port) {
   if (port < kFirstSourcePort) return std::make_error_code(std::errc::invalid_argument);
   int32_t& idx = sock_of_port[port - kFirstSourcePort];
   if (idx >= 0) return send_socks[static_cast<size_t>(idx)].native_handle();
-  auto fd = bind_udp(local, port);
+  auto fd = bind_udp(local, port, cfg.scope_id);
   if (!fd) return fd.error();
   // ICMP errors for what we send (a peer that has exited answers "port
   // unreachable"): queued on the socket, read by read_errors().
@@ -256,7 +259,7 @@ Result<int> UdpTransport::Impl::send_fd(uint16_t port) {
 
 Result<std::unique_ptr<UdpTransport>> UdpTransport::open(const wire::IpAddr& local,
                                                         const UdpTransportConfig& cfg) {
-  auto rx = bind_rx_socket(local);
+  auto rx = bind_rx_socket(local, cfg.scope_id);
   if (!rx) return rx.error();
   return open(std::move(*rx), cfg);
 }
@@ -404,7 +407,7 @@ size_t UdpTransport::Impl::send_run(int fd, std::span<const Datagram> run) {
       mm = {};
       msghdr& m = mm.msg_hdr;
       m.msg_name = &tx_to[nmsg];
-      m.msg_namelen = to_sockaddr(d.ip.dst, d.ip.dport, tx_to[nmsg]);
+      m.msg_namelen = to_sockaddr(d.ip.dst, d.ip.dport, tx_to[nmsg], cfg.scope_id);
       m.msg_iov = &tx_iov[niov];
       m.msg_iovlen = segs;
       m.msg_control = tx_cmsg[nmsg].data();

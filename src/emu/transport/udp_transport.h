@@ -44,6 +44,10 @@ struct UdpTransportConfig {
   bool gso_ipv4 = false;       // ... and IPv4 (breaks the ICRC where the kernel segments)
   bool gso_loopback = false;   // ... and to loopback addresses (127/8, ::1), both families
   int socket_buffer_bytes = 4 << 20;  // SO_RCVBUF / SO_SNDBUF (forced when permitted)
+  // IPv6 link-local (fe80::/10) addresses mean nothing without an interface:
+  // the index of the interface of a link-local local address, used to bind it
+  // and to send to link-local peers (sin6_scope_id). 0: none.
+  uint32_t scope_id = 0;
 };
 
 // UDP port 4791 bound on a local address: the receive side of one device.
@@ -66,7 +70,10 @@ class RxSocket {
 
 // Binds UDP port 4791 on addr (IPv4 or IPv6). Errors: the errno of socket/bind
 // (address_in_use when another socket holds it).
-Result<RxSocket> bind_rx_socket(const wire::IpAddr& addr);
+Result<RxSocket> bind_rx_socket(const wire::IpAddr& addr, uint32_t scope_id = 0);
+
+// fe80::/10: an address that needs an interface (scope) to be used.
+bool is_link_local(const wire::IpAddr& a);
 
 // Binds UDP port 4791 on the first free 127.0.0.x, x = first .. 254 ("free":
 // nobody has port 4791 bound there), so several processes on one machine are
