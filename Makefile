@@ -6,7 +6,7 @@
 DEB_PACKAGES := build-essential cmake ninja-build pkg-config libboost-dev libpcap-dev \
                 libprotobuf-dev protobuf-compiler libcli11-dev libgtest-dev \
                 tshark python3-scapy libibverbs-dev ibverbs-utils perftest rdmacm-utils \
-                iproute2 iperf3 sockperf graphviz chromium
+                iproute2 iperf3 sockperf graphviz chromium libbenchmark-dev
 JOBS  ?= $(shell nproc)
 CTEST_ARGS ?=
 
@@ -52,8 +52,9 @@ test: test-plain test-asan
 demo: build
 	bash tools/demo.sh
 
+# BENCH_ARGS="--runs 3 write_bw": fewer runs, one pair (bench/run.sh --help).
 bench: build
-	bash bench/run.sh
+	bash bench/run.sh $(BENCH_ARGS)
 
 # rocelab against the kernel's Soft-RoCE in a qemu guest (../shared/tools/rxe-qemu);
 # minutes per run, so not part of `make test`. ROWS="rc ud" picks rows.

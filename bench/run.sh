@@ -1,15 +1,33 @@
 #!/bin/bash
-# `make bench`: verbs through the shim (perftest under `rocelab run`, two
-# processes on loopback) beside the kernel's own loopback networking (iperf3
-# TCP, iperf3 UDP with 4 KiB datagrams, sockperf UDP ping-pong), with ratios.
+# `make bench`: rocelab beside the kernel, measured so that a change can be
+# judged. Each pair — verbs through the shim (perftest under `rocelab run`, two
+# processes on loopback) and its kernel baseline (iperf3 TCP, iperf3 UDP with
+# 4 KiB datagrams, sockperf UDP ping-pong) — runs alternately RUNS times (5 by
+# default), and the table gives the median, min and max of each side and the
+# ratio of the medians. Then the micro-benchmarks (Google Benchmark): encode,
+# decode, ICRC, and the engine's cost per packet on the simulated fabric.
 # Numbers depend on the machine and its load; nothing here asserts speed.
-# Usage: bench/run.sh [BUILD_DIR]   (default: build)
+#
+# Usage: bench/run.sh [--build DIR] [--runs N] [--no-micro] [PAIR...]
+#   PAIR: write_bw read_bw send_bw write_rate send_lat write_lat read_lat
+#   (default: all). `bench/run.sh write_bw` runs one measurement pair.
 set -u
 cd "$(dirname "$0")/.."
-build=${1:-build}
+build=build runs=5 micro=1 pairs=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --build) build=$2; shift 2 ;;
+    --runs) runs=$2; shift 2 ;;
+    --no-micro) micro=0; shift ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    *) pairs+=("$1"); shift ;;
+  esac
+done
+all=(write_bw read_bw send_bw write_rate send_lat write_lat read_lat)
+[ ${#pairs[@]} = 0 ] && pairs=("${all[@]}")
 rocelab=$build/bin/rocelab
 [ -x "$rocelab" ] || { echo "bench: $rocelab missing (make build)" >&2; exit 1; }
-for t in ib_write_bw ib_read_bw ib_send_lat ib_write_lat iperf3 sockperf; do
+for t in ib_write_bw ib_read_bw ib_send_bw ib_send_lat ib_write_lat ib_read_lat iperf3 sockperf; do
   command -v $t >/dev/null || { echo "bench: $t missing (make deps)" >&2; exit 1; }
 done
 out=$(mktemp -d /tmp/rocelab-bench.XXXXXX)
@@ -34,7 +52,7 @@ perftest() {
   timeout -k 5 $limit "$rocelab" run -- "$@" -p $port 127.0.0.1 >"$out/cli" 2>&1
   local rc=$?
   wait $srv
-  [ $rc = 0 ] || { echo "bench: $* failed:" >&2; cat "$out/cli" >&2; }
+  [ $rc = 0 ] || { echo "bench: $* failed:" >&2; tail -3 "$out/cli" >&2; }
   cat "$out/cli"
 }
 # BW average [MB/s] and message rate [Mpps] from a perftest bandwidth result line.
@@ -43,43 +61,85 @@ bw_mpps() { awk '$1 ~ /^[0-9]+$/ && NF >= 5 {print $5}' | tail -1; }
 # t_typical [us] from a perftest latency result line.
 lat_us() { awk '$1 ~ /^[0-9]+$/ && NF >= 5 {print $5}' | tail -1; }
 
-echo "running perftest through the shim ..."
-w64k=$(perftest ib_write_bw -s 65536 | bw_mbs)
-w64_out=$(perftest ib_write_bw -s 64)
-w64=$(echo "$w64_out" | bw_mbs) w64_mpps=$(echo "$w64_out" | bw_mpps)
-r64k=$(perftest ib_read_bw | bw_mbs)
-slat=$(perftest ib_send_lat -s 2 | lat_us)
-wlat=$(perftest ib_write_lat -s 2 | lat_us)
+iperf_tcp() {  # MB/s
+  port=$((port + 1))
+  iperf3 -s -1 -p $port >/dev/null 2>&1 &
+  wait_listen $port
+  iperf3 -c 127.0.0.1 -p $port -t 3 -J 2>/dev/null |
+    python3 -c 'import json,sys; print("%.2f" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/8e6))'
+  wait
+}
+iperf_udp_mpps() {  # packets/s of 4 KiB datagrams, in millions
+  port=$((port + 1))
+  iperf3 -s -1 -p $port >/dev/null 2>&1 &
+  wait_listen $port
+  iperf3 -c 127.0.0.1 -p $port -u -b 0 -l 4096 -t 3 -J 2>/dev/null |
+    python3 -c 'import json,sys; s=json.load(sys.stdin)["end"]["sum"]; print("%.6f" % (s["packets"]/s["seconds"]/1e6))'
+  wait
+}
+sockperf_us() {  # UDP ping-pong average latency [us]
+  port=$((port + 1))
+  sockperf server -i 127.0.0.1 -p $port >/dev/null 2>&1 &
+  local sp=$!
+  sleep 0.5
+  sockperf ping-pong -i 127.0.0.1 -p $port -t 3 -m 64 2>/dev/null |
+    awk '/avg-latency=/ {for (i = 1; i <= NF; ++i) if ($i ~ /^avg-latency=/) {sub("avg-latency=", "", $i); print $i}}' | tail -1
+  kill $sp 2>/dev/null; wait $sp 2>/dev/null
+}
 
-echo "running iperf3 and sockperf on loopback ..."
-port=$((port + 1))
-iperf3 -s -1 -p $port >/dev/null 2>&1 &
-wait_listen $port
-tcp_mbs=$(iperf3 -c 127.0.0.1 -p $port -t 5 -J 2>/dev/null |
-          python3 -c 'import json,sys; print("%.2f" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/8e6))')
-wait
-port=$((port + 1))
-iperf3 -s -1 -p $port >/dev/null 2>&1 &
-wait_listen $port
-udp_json=$(iperf3 -c 127.0.0.1 -p $port -u -b 0 -l 4096 -t 5 -J 2>/dev/null)
-udp_mbs=$(echo "$udp_json" | python3 -c 'import json,sys; print("%.2f" % (json.load(sys.stdin)["end"]["sum"]["bits_per_second"]/8e6))')
-udp_mpps=$(echo "$udp_json" | python3 -c 'import json,sys; s=json.load(sys.stdin)["end"]["sum"]; print("%.6f" % (s["packets"]/s["seconds"]/1e6))')
-wait
-port=$((port + 1))
-sockperf server -i 127.0.0.1 -p $port >/dev/null 2>&1 &
-sp=$!
-sleep 0.5
-sock_us=$(sockperf ping-pong -i 127.0.0.1 -p $port -t 5 -m 64 2>/dev/null |
-          awk '/avg-latency=/ {for (i = 1; i <= NF; ++i) if ($i ~ /^avg-latency=/) {sub("avg-latency=", "", $i); print $i}}' | tail -1)
-kill $sp 2>/dev/null; wait $sp 2>/dev/null
+# pair NAME -> "title@rocelab command@baseline command@unit"
+pair() {
+  case $1 in
+    write_bw)   echo "ib_write_bw -s 65536 vs iperf3 TCP@perftest ib_write_bw -s 65536 | bw_mbs@iperf_tcp@MB/s" ;;
+    read_bw)    echo "ib_read_bw -s 65536 vs iperf3 TCP@perftest ib_read_bw -s 65536 | bw_mbs@iperf_tcp@MB/s" ;;
+    send_bw)    echo "ib_send_bw -s 65536 vs iperf3 TCP@perftest ib_send_bw -s 65536 | bw_mbs@iperf_tcp@MB/s" ;;
+    write_rate) echo "ib_write_bw -s 64 msg rate vs iperf3 UDP 4 KiB pkt rate@perftest ib_write_bw -s 64 | bw_mpps@iperf_udp_mpps@M/s" ;;
+    send_lat)   echo "ib_send_lat -s 2 t_typical vs sockperf UDP ping-pong avg@perftest ib_send_lat -s 2 | lat_us@sockperf_us@us" ;;
+    write_lat)  echo "ib_write_lat -s 2 t_typical vs sockperf UDP ping-pong avg@perftest ib_write_lat -s 2 | lat_us@sockperf_us@us" ;;
+    read_lat)   echo "ib_read_lat -s 2 t_typical vs sockperf UDP ping-pong avg@perftest ib_read_lat -s 2 | lat_us@sockperf_us@us" ;;
+    *) return 1 ;;
+  esac
+}
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "n/a"; else printf "%.3f", a / b }'; }
+# median min max of the numbers on stdin ("? ? ?" when none).
+stats() {
+  python3 -c '
+import sys, statistics
+def num(x):
+    try:
+        return float(x)
+    except ValueError:
+        return None
+v = [n for n in map(num, sys.stdin.read().split()) if n is not None]
+print("%.4g %.4g %.4g" % (statistics.median(v), min(v), max(v)) if v else "? ? ?")'
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "?" || b == "?" || b + 0 == 0) print "n/a"; else printf "%.3f", a / b }'; }
+
+rows=()
+for name in "${pairs[@]}"; do
+  spec=$(pair "$name") || { echo "bench: unknown pair $name (one of: ${all[*]})" >&2; exit 2; }
+  IFS='@' read -r title ours theirs unit <<< "$spec"
+  : > "$out/ours" ; : > "$out/theirs"
+  echo "$name: $runs alternating runs ..." >&2
+  for _ in $(seq 1 "$runs"); do
+    eval "$ours" >> "$out/ours" || true
+    eval "$theirs" >> "$out/theirs" || true
+  done
+  read -r om omin omax < <(stats < "$out/ours")
+  read -r tm tmin tmax < <(stats < "$out/theirs")
+  rows+=("| $title [$unit] | $om ($omin–$omax) | $tm ($tmin–$tmax) | $(ratio "$om" "$tm") |")
+done
 echo
-echo "| measurement (loopback, 2 processes) | rocelab | kernel baseline | ratio |"
+echo "| measurement (loopback, 2 processes; $runs runs each, alternating) | rocelab median (min–max) | kernel baseline median (min–max) | ratio of medians |"
 echo "|---|---|---|---|"
-echo "| ib_write_bw -s 65536 [MB/s] vs iperf3 TCP | ${w64k:-?} | ${tcp_mbs:-?} | $(ratio "$w64k" "$tcp_mbs") |"
-echo "| ib_read_bw (64 KiB) [MB/s] vs iperf3 TCP | ${r64k:-?} | ${tcp_mbs:-?} | $(ratio "$r64k" "$tcp_mbs") |"
-echo "| ib_write_bw -s 64 [MB/s] vs iperf3 UDP 4 KiB | ${w64:-?} | ${udp_mbs:-?} | $(ratio "$w64" "$udp_mbs") |"
-echo "| ib_write_bw -s 64 [Mmsg/s] vs iperf3 UDP 4 KiB [Mpkt/s] | ${w64_mpps:-?} | ${udp_mpps:-?} | $(ratio "$w64_mpps" "$udp_mpps") |"
-echo "| ib_send_lat -s 2 t_typical [us] vs sockperf UDP ping-pong avg [us] | ${slat:-?} | ${sock_us:-?} | $(ratio "$slat" "$sock_us") |"
-echo "| ib_write_lat -s 2 t_typical [us] vs sockperf UDP ping-pong avg [us] | ${wlat:-?} | ${sock_us:-?} | $(ratio "$wlat" "$sock_us") |"
+printf '%s\n' "${rows[@]}"
+
+if [ "$micro" = 1 ]; then
+  if [ -x "$build/bin/rocelab_micro_bench" ]; then
+    echo
+    echo "micro-benchmarks (Google Benchmark):"
+    "$build/bin/rocelab_micro_bench" --benchmark_min_time=0.5 2>/dev/null | grep -v '^\*\*\*'
+  else
+    echo "bench: $build/bin/rocelab_micro_bench missing (libbenchmark-dev; make build)" >&2
+  fi
+fi
