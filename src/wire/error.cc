@@ -25,6 +25,11 @@ class WireCategory final : public std::error_category {
       case WireErrc::kNotCapture: return "not a pcap or pcapng capture";
       case WireErrc::kPcapIo: return "pcap I/O error";
       case WireErrc::kClosed: return "pcap file already closed";
+      case WireErrc::kBadMad: return "bad MAD header (base or class version)";
+      case WireErrc::kNotCmMad: return "MAD is not of the CM management class";
+      case WireErrc::kUnknownCmAttribute: return "unknown CM attribute ID";
+      case WireErrc::kFieldOutOfRange: return "value does not fit its field";
+      case WireErrc::kBadCmaHdr: return "bad rdma_cm private-data header";
     }
     return "unknown wire error";
   }

@@ -25,6 +25,11 @@ enum class WireErrc {
   kNotCapture,            // file is not a pcap or pcapng capture libpcap can read
   kPcapIo,                // libpcap read/write failure (details from pcap_geterr)
   kClosed,                // pcap writer/reader used after close()
+  kBadMad,                // MAD header: base version is not 1, or the class version is not the class's
+  kNotCmMad,              // a MAD of another management class than CM (0x07)
+  kUnknownCmAttribute,    // CM MAD whose attribute ID is not one we implement
+  kFieldOutOfRange,       // encoder: a value does not fit its field's bit width
+  kBadCmaHdr,             // rdma_cm private-data header: version not 0 or IP version not 4/6
 };
 
 const std::error_category& wire_category();
