@@ -9,6 +9,7 @@ RoceHeaders gsi_headers(Psn psn) {
   h.bth.opcode = op::kUdSendOnly;
   h.bth.pkey = kDefaultPkey;
   h.bth.dest_qpn = kGsiQpn;
+  h.bth.ack_req = true;
   h.bth.psn = psn;
   h.deth = {kGsiQkey, kGsiQpn};
   return h;

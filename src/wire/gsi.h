@@ -1,6 +1,9 @@
 // MADs on RoCEv2: the General Services Interface is QP 1 of every port. A MAD
 // travels as the payload of a UD SEND Only (opcode 0x64) to QP 1:
-//   BTH: P_Key 0xFFFF (default partition), DestQP 1, the sending QP 1's PSN
+//   BTH: P_Key 0xFFFF (default partition), DestQP 1, the sending QP 1's PSN,
+//        AckReq set (Soft-RoCE sets it on the last packet of every message, UD
+//        included: its CM MADs in ../shared/traces/public/montybeatnik_*.pcap
+//        carry it; a UD receiver ignores it)
 //   DETH: Q_Key 0x80010000 (the well-known GSI Q_Key), SrcQP 1
 //   payload: the 256-byte MAD (no pad: 256 is a multiple of 4)
 // That is what the kernel's MAD layer (ib_mad, through the device's GSI QP)
@@ -18,7 +21,7 @@ namespace rocelab::wire {
 
 
 // (kGsiQpn, QP 1, is in psn.h.)
-// BTH and DETH of a MAD from QP 1 to QP 1 with the given PSN.
+// BTH and DETH of a MAD from QP 1 to QP 1 with the given PSN, as Soft-RoCE sends them.
 RoceHeaders gsi_headers(Psn psn);
 
 // The whole frame (Ethernet when with_ethernet, IP, UDP, BTH, DETH, MAD,

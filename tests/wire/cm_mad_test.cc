@@ -375,6 +375,7 @@ TEST(Gsi, CmFrameCarriesTheMadInAUdSendToQp1) {
   EXPECT_EQ(h.bth.pkey, 0xFFFF);
   EXPECT_EQ(h.bth.dest_qpn, kGsiQpn);
   EXPECT_EQ(h.bth.psn, Psn(5));
+  EXPECT_TRUE(h.bth.ack_req);
   EXPECT_EQ(h.bth.pad_count, 0);
   EXPECT_EQ(h.deth.qkey, 0x80010000u);
   EXPECT_EQ(h.deth.src_qpn, kGsiQpn);

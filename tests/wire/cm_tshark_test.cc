@@ -157,7 +157,7 @@ TEST(TsharkCm, ReadsEveryMadHeaderAndNothingIsMalformed) {
   write_capture(c);
   const auto rows = tshark_fields(
       c.path, {"frame.protocols", "infiniband.bth.opcode", "infiniband.bth.destqp",
-               "infiniband.bth.p_key", "infiniband.deth.q_key", "infiniband.deth.srcqp",
+               "infiniband.bth.p_key", "infiniband.bth.a", "infiniband.deth.q_key", "infiniband.deth.srcqp",
                "infiniband.mad.baseversion", "infiniband.mad.mgmtclass",
                "infiniband.mad.classversion", "infiniband.mad.method", "infiniband.mad.status",
                "infiniband.mad.transactionid", "infiniband.mad.attributeid",
@@ -171,6 +171,7 @@ TEST(TsharkCm, ReadsEveryMadHeaderAndNothingIsMalformed) {
     EXPECT_EQ(num(r["infiniband.bth.opcode"]), op::kUdSendOnly);
     EXPECT_EQ(num(r["infiniband.bth.destqp"]), 1u);
     EXPECT_EQ(num(r["infiniband.bth.p_key"]), 0xFFFFu);
+    EXPECT_EQ(num(r["infiniband.bth.a"]), 1u);
     EXPECT_EQ(num(r["infiniband.deth.q_key"]), 0x80010000u);
     EXPECT_EQ(num(r["infiniband.deth.srcqp"]), 1u);
     EXPECT_EQ(num(r["infiniband.mad.baseversion"]), 1u);
@@ -320,6 +321,99 @@ TEST(TsharkCm, ReadsRepRtuDreqDrepRejFields) {
   EXPECT_EQ(num(j["infiniband.cm.rej.reason"]), 28u);
   EXPECT_EQ(j["infiniband.cm.rej.ari"], hexbytes(rej.ari));
   EXPECT_EQ(j["infiniband.cm.rej.private"], hexbytes(rej.private_data));
+}
+
+// `rocelab decode` names every CM MAD with its key fields, in text and JSON.
+TEST(DecodeCm, NamesEveryAttributeWithItsKeyFields) {
+  Capture c;
+  write_capture(c);
+  Output r = run(quote(kRocelab) + " decode " + quote(c.path));
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto lines = split(r.out, '\n');
+  ASSERT_EQ(lines.size(), c.mads.size() + 1) << r.out;
+  EXPECT_EQ(lines.back().rfind("# ", 0), 0u) << lines.back();  // the file's tally
+  lines.pop_back();
+  const char* const want[] = {
+      " CM ConnectRequest(REQ) TID=0x00000002b90866ac comm=0x1a2b3c4d "
+      "service=0x0000000001061c06(TCP port 7174) qpn=0x000017 psn=9026318 mtu=1024 rd_atom=16/8 "
+      "retry=7 rnr_retry=6 cm_timeout=20 (4294 ms) max_cm_retries=15 SRQ gid 192.0.2.1 -> 192.0.2.2 "
+      "rdma_cm[192.0.2.1:41394 -> 192.0.2.2] ICRC ok",
+      " CM MsgRcptAck(MRA) TID=0x00000002b90866ad comm=0x2a2b2c2d remote_comm=0x1a2b3c4d mraed=REQ "
+      "service_timeout=23 (34359 ms) ICRC ok",
+      " CM ConnectReply(REP) TID=0x00000002b90866ae comm=0x2a2b2c2d remote_comm=0x1a2b3c4d "
+      "qpn=0x000011 psn=12726936 rd_atom=4/2 rnr_retry=5 SRQ ICRC ok",
+      " CM ReadyToUse(RTU) TID=0x00000002b90866af comm=0x1a2b3c4d remote_comm=0x2a2b2c2d ICRC ok",
+      " CM DisconnectRequest(DREQ) TID=0x00000002b90866b0 comm=0x1a2b3c4d remote_comm=0x2a2b2c2d "
+      "remote_qpn=0x000011 ICRC ok",
+      " CM DisconnectReply(DREP) TID=0x00000002b90866b1 comm=0x2a2b2c2d remote_comm=0x1a2b3c4d ICRC ok",
+      " CM ConnectReject(REJ) TID=0x00000002b90866b2 comm=0x3a3b3c3d remote_comm=0x1a2b3c4d "
+      "rejected=REP reason=28 (consumer reject) ICRC ok",
+      " CM ServiceIDResReq(SIDR_REQ) TID=0x00000002b90866b3 request=0x4a4b4c4d "
+      "service=0x0000000001111c06(UDP port 7174) ICRC ok",
+      " CM ServiceIDResReqResp(SIDR_REP) TID=0x00000002b90866b4 request=0x4a4b4c4d status=0 "
+      "qpn=0x000042 qkey=0x01234567 service=0x0000000001111c06(UDP port 7174) ICRC ok"};
+  for (size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_NE(lines[i].find("UD SEND Only QP=0x000001"), std::string::npos) << lines[i];
+    const size_t at = lines[i].find(" CM ");
+    ASSERT_NE(at, std::string::npos) << lines[i];
+    EXPECT_EQ(lines[i].substr(at), want[i]);
+  }
+  Output j = run(quote(kRocelab) + " decode --json " + quote(c.path) +
+                 " | python3 -c 'import json,sys\n"
+                 "for l in sys.stdin:\n"
+                 " d=json.loads(l)\n"
+                 " if \"mad\" not in d: continue\n"  // skips the file's tally line
+                 " m=d[\"mad\"]\n"
+                 " print(m[\"cm\"], m.get(\"local_qpn\", \"\"), m.get(\"starting_psn\", \"\"), "
+                 "m.get(\"rdma_cm\", {}).get(\"port\", \"\"), m.get(\"reason\", \"\"))'");
+  ASSERT_EQ(j.status, 0) << j.err;
+  EXPECT_EQ(j.out,
+            "REQ 23 9026318 41394 \nMRA    \nREP 17 12726936  \nRTU    \nDREQ    \nDREP    \n"
+            "REJ    28\nSIDR_REQ    \nSIDR_REP    \n");
+}
+
+// A MAD to QP 1 that is not a CM MAD we read: named by its header or its error.
+TEST(DecodeCm, OtherClassesAndBrokenCmMadsAreNamedNotHidden) {
+  const std::string path = temp_path("cm_bad.pcap");
+  IpUdpInfo ip;
+  ip.src = IpAddr::v4(192, 0, 2, 1);
+  ip.dst = IpAddr::v4(192, 0, 2, 2);
+  ip.sport = 0xC124;
+  auto w = PcapWriter::open(path);
+  ASSERT_TRUE(w);
+  std::vector<std::byte> frame(kMaxFrameLen);
+  std::array<std::byte, kMadLen> mad{};
+  // 1: an SA MAD (class 0x03, GetResp, attribute 0x0035 PathRecord).
+  MadHeader sa;
+  sa.mgmt_class = 0x03;
+  sa.class_version = 2;
+  sa.method = mad_method::kGetResp;
+  sa.tid = 0x77;
+  sa.attr_id = 0x0035;
+  sa.store(mad.data());
+  // 2: a CM MAD with class version 1; 3: a CM LAP (not decoded).
+  MadHeader v1 = make_cm_mad(1, CmRtu{}).hdr;
+  v1.class_version = 1;
+  MadHeader lap = make_cm_mad(2, CmRtu{}).hdr;
+  lap.attr_id = static_cast<uint16_t>(CmAttr::kLap);
+  for (const MadHeader& h : {sa, v1, lap}) {
+    h.store(mad.data());
+    auto len = build_frame(frame, ip, gsi_headers(Psn(0)), mad);
+    ASSERT_TRUE(len);
+    ASSERT_FALSE(w->write(std::chrono::seconds(1), std::span(frame).first(*len)));
+  }
+  ASSERT_FALSE(w->close());
+  Output r = run(quote(kRocelab) + " decode " + quote(path));
+  ::unlink(path.c_str());
+  EXPECT_EQ(r.status, 0) << r.err;
+  const auto lines = split(r.out, '\n');
+  ASSERT_EQ(lines.size(), 4u) << r.out;  // three packets and the file's tally
+  EXPECT_NE(lines[0].find(" MAD class=0x03 method=0x81 attr=0x0035 TID=0x0000000000000077 ICRC ok"),
+            std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find(" CM MALFORMED: bad MAD header (base or class version) (attr 0x0014)"),
+            std::string::npos) << lines[1];
+  EXPECT_NE(lines[2].find(" CM MALFORMED: unknown CM attribute ID (attr 0x0019)"), std::string::npos)
+      << lines[2];
 }
 
 }  // namespace
