@@ -137,7 +137,7 @@ std::string packet_text(const FrameRef& f, const Endpoints& e, const wire::RoceP
   if (info.carries(Hdr::kImmDt)) s += " ImmDt=" + hex(h.immdt.imm, 8);
   if (info.carries(Hdr::kIeth)) s += " IETH[rkey=" + hex(h.ieth.rkey, 8) + "]";
   s += " len=" + std::to_string(p.payload.size());
-  if (wire::is_gsi_mad(p)) s += mad_text(p.payload);
+  if (wire::is_to_gsi(p)) s += mad_text(p.payload);
   if (p.icrc == icrc_computed) {
     s += " ICRC ok";
   } else {
@@ -200,7 +200,7 @@ std::string packet_json(const FrameRef& f, const Endpoints& e, const wire::RoceP
   if (info.carries(Hdr::kImmDt)) j.num("immdt", h.immdt.imm);
   if (info.carries(Hdr::kIeth)) j.raw("ieth", JsonLine().num("rkey", h.ieth.rkey).done());
   j.num("payload_len", p.payload.size());
-  if (wire::is_gsi_mad(p)) j.raw("mad", mad_json(p.payload));
+  if (wire::is_to_gsi(p)) j.raw("mad", mad_json(p.payload));
   j.num("icrc", p.icrc).num("icrc_computed", icrc_computed).boolean("icrc_ok", p.icrc == icrc_computed);
   return j.done();
 }

@@ -171,7 +171,13 @@ struct Json {
 
 }  // namespace
 
+// A MAD is exactly 256 bytes (IBTA 13.4.1 for the GSI's unreliable datagrams).
+static std::string wrong_length(size_t n) {
+  return "payload of " + std::to_string(n) + " bytes to QP 1, a MAD is " + std::to_string(kMadLen);
+}
+
 std::string mad_text(std::span<const std::byte> mad) {
+  if (mad.size() != kMadLen) return " MAD MALFORMED: " + wrong_length(mad.size());
   auto h = parse_mad_header(mad);
   if (!h) return " MAD MALFORMED: " + h.error().message();
   if (h->mgmt_class != static_cast<uint8_t>(MgmtClass::kCm)) {
@@ -190,6 +196,7 @@ std::string mad_text(std::span<const std::byte> mad) {
 
 std::string mad_json(std::span<const std::byte> mad) {
   JsonLine j;
+  if (mad.size() != kMadLen) return j.str("error", wrong_length(mad.size())).done();
   auto h = parse_mad_header(mad);
   if (!h) return j.str("error", h.error().message()).done();
   j.num("mgmt_class", h->mgmt_class).num("class_version", h->class_version);

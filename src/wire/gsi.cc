@@ -23,9 +23,10 @@ Result<size_t> build_cm_frame(std::span<std::byte> out, const IpUdpInfo& ip, Psn
   return build_frame(out, ip, gsi_headers(psn), buf, with_ethernet);
 }
 
-bool is_gsi_mad(const RocePacket& p) {
-  return p.hdr.bth.opcode == op::kUdSendOnly && p.hdr.bth.dest_qpn == kGsiQpn &&
-         p.payload.size() == kMadLen;
+bool is_to_gsi(const RocePacket& p) {
+  return p.hdr.bth.opcode == op::kUdSendOnly && p.hdr.bth.dest_qpn == kGsiQpn;
 }
+
+bool is_gsi_mad(const RocePacket& p) { return is_to_gsi(p) && p.payload.size() == kMadLen; }
 
 }  // namespace rocelab::wire

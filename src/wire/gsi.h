@@ -34,5 +34,8 @@ Result<size_t> build_cm_frame(std::span<std::byte> out, const IpUdpInfo& ip, Psn
 // payload of 256 bytes. (The caller then reads it with parse_mad_header /
 // parse_cm_mad.)
 bool is_gsi_mad(const RocePacket& p);
+// True for every UD SEND Only to QP 1, whatever its length: what a reader
+// should show as a MAD, or as a broken one (is_gsi_mad() false).
+bool is_to_gsi(const RocePacket& p);
 
 }  // namespace rocelab::wire

@@ -402,18 +402,24 @@ TEST(DecodeCm, OtherClassesAndBrokenCmMadsAreNamedNotHidden) {
     ASSERT_TRUE(len);
     ASSERT_FALSE(w->write(std::chrono::seconds(1), std::span(frame).first(*len)));
   }
+  // 4: a UD SEND to QP 1 of 100 bytes: not a MAD (a MAD is 256 bytes).
+  auto len = build_frame(frame, ip, gsi_headers(Psn(0)), std::span(mad).first(100));
+  ASSERT_TRUE(len);
+  ASSERT_FALSE(w->write(std::chrono::seconds(1), std::span(frame).first(*len)));
   ASSERT_FALSE(w->close());
   Output r = run(quote(kRocelab) + " decode " + quote(path));
   ::unlink(path.c_str());
   EXPECT_EQ(r.status, 0) << r.err;
   const auto lines = split(r.out, '\n');
-  ASSERT_EQ(lines.size(), 4u) << r.out;  // three packets and the file's tally
+  ASSERT_EQ(lines.size(), 5u) << r.out;  // four packets and the file's tally
   EXPECT_NE(lines[0].find(" MAD class=0x03 method=0x81 attr=0x0035 TID=0x0000000000000077 ICRC ok"),
             std::string::npos) << lines[0];
   EXPECT_NE(lines[1].find(" CM MALFORMED: bad MAD header (base or class version) (attr 0x0014)"),
             std::string::npos) << lines[1];
   EXPECT_NE(lines[2].find(" CM MALFORMED: unknown CM attribute ID (attr 0x0019)"), std::string::npos)
       << lines[2];
+  EXPECT_NE(lines[3].find(" MAD MALFORMED: payload of 100 bytes to QP 1, a MAD is 256 ICRC ok"),
+            std::string::npos) << lines[3];
 }
 
 }  // namespace
