@@ -37,13 +37,15 @@ void fill_attrs(Engine& e) {
   d.device_cap_flags = device_cap::kBadPkeyCntr | device_cap::kBadQkeyCntr |
                        device_cap::kCurrQpStateMod | device_cap::kShutdownPort |
                        device_cap::kPortActiveEvent | device_cap::kSysImageGuid |
-                       device_cap::kRcRnrNakGen | device_cap::kNNotifyCq;
+                       device_cap::kRcRnrNakGen | device_cap::kNNotifyCq |
+                       device_cap::kMemWindow | device_cap::kMemWindowType2B;  // as rxe
   d.max_sge = 32;
   d.max_sge_rd = 32;
   d.max_cq = 0x4000;
   d.max_cqe = 32767;
   d.max_mr = 0x40000;
   d.max_pd = 0x7ff0;
+  d.max_mw = 0x1000;  // rxe RXE_MAX_MW
   d.max_qp_rd_atom = 128;
   d.max_res_rd_atom = 0x3f000;
   d.max_qp_init_rd_atom = 128;
@@ -310,5 +312,6 @@ bool device_owns_pd(const Engine& e, const Pd* p) { return owned(e.pds, p); }
 bool device_owns_channel(const Engine& e, const CompChannel* c) { return owned(e.channels, c); }
 bool device_owns_mr(const Engine& e, const Mr* m) { return owned(e.mrs, m); }
 bool device_owns_qp(const Engine& e, const Qp* q) { return owned(e.qps, q); }
+bool device_owns_mw(const Engine& e, const Mw* w) { return owned(e.mws, w); }
 
 }  // namespace rocelab::emu

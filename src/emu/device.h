@@ -77,7 +77,12 @@ class Device {
   Result<Pd*> alloc_pd();
   std::error_code dealloc_pd(Pd* pd);  // EBUSY while objects use it
   Result<Mr*> reg_mr(Pd* pd, void* addr, size_t length, uint64_t iova, unsigned access);
+  // EBUSY while a memory window is bound to it.
   std::error_code dereg_mr(Mr* mr);
+  // Memory windows (mw.cc): a type 1 window starts valid and unbound, a type 2
+  // window free; dealloc_mw unbinds a bound window first.
+  Result<Mw*> alloc_mw(Pd* pd, MwType type);
+  std::error_code dealloc_mw(Mw* mw);
   // The PD with this handle, the MR with this lkey (ENOENT when there is none):
   // how a second context sharing the device imports them (ibv_import_pd/mr).
   Result<Pd*> find_pd(uint32_t handle);

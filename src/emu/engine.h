@@ -49,6 +49,7 @@ class Device::Engine {
 
   std::vector<std::unique_ptr<PdImpl>> pds;
   std::vector<std::unique_ptr<MrImpl>> mrs;
+  std::vector<std::unique_ptr<MwImpl>> mws;
   std::vector<std::unique_ptr<ChannelImpl>> channels;
   std::vector<std::unique_ptr<CqImpl>> cqs;
   std::vector<std::unique_ptr<SrqImpl>> srqs;
@@ -56,6 +57,7 @@ class Device::Engine {
   std::vector<std::unique_ptr<QpImpl>> qps;
   std::unordered_map<uint32_t, QpImpl*> qp_by_num;
   std::unordered_map<uint32_t, MrImpl*> mr_by_key;
+  std::unordered_map<uint32_t, MwImpl*> mw_by_index;  // R_Key >> 8 (MRs and MWs share the index space)
   uint32_t next_qpn = 0x11, next_mr_index = 1, next_pd_handle = 1;
 
   TxQueue tx;
@@ -111,6 +113,21 @@ bool device_owns_pd(const Engine& e, const Pd* p);
 bool device_owns_channel(const Engine& e, const CompChannel* c);
 bool device_owns_mr(const Engine& e, const Mr* m);
 bool device_owns_qp(const Engine& e, const Qp* q);
+bool device_owns_mw(const Engine& e, const Mw* w);
+
+// mw.cc: remote access (IBTA 10.6.3.2, C9-88) through an MR's R_Key or a bound
+// window's: the key names an MR or a valid window of qp's PD (a type 2 window:
+// bound to qp) granting need over [va, va+len). On success *mr is the MR and
+// *mr_va the address in its iova space. A zero-length access checks nothing
+// and returns true with *mr null.
+bool resolve_rkey(QpImpl& qp, uint32_t rkey, uint64_t va, uint64_t len, unsigned need, MrImpl** mr,
+                  uint64_t* mr_va);
+// mw.cc: the local operations of the send queue; the status the WR completes with.
+WcStatus exec_bind_mw(QpImpl& qp, const SendWr& wr);
+WcStatus exec_local_inv(QpImpl& qp, uint32_t rkey);
+// Invalidates the type 2 window rkey names (SEND_WITH_INV at the responder,
+// LOCAL_INV); false when rkey names no valid type 2 window.
+bool invalidate_rkey(QpImpl& qp, uint32_t rkey);
 
 template <typename Fill>
 void Device::Engine::emit(QpImpl& qp, const wire::IpUdpInfo& ip, wire::RoceHeaders h, uint32_t len,

@@ -31,12 +31,30 @@ struct MrImpl final : Mr {
   uint64_t iova = 0;
   unsigned access = 0;
   uint32_t key = 0;  // lkey == rkey (as rxe)
+  int bound_mws = 0;  // memory windows bound to it (dereg_mr: EBUSY)
 
   // Host pointer for [va, va+len) in iova space, or nullptr when out of range.
   std::byte* at(uint64_t va, uint64_t len) const {
     if (va < iova || len > length || va - iova > length - len) return nullptr;
     return addr + (va - iova);
   }
+};
+
+// A memory window (mw.cc). Its R_Key's upper 24 bits (the index) never change;
+// the low byte is set by each bind. Bound: mr is set and [addr, addr+length)
+// in mr's iova space is reachable with access.
+struct MwImpl final : Mw {
+  enum class State : uint8_t { kValid, kFree, kInvalid };  // rxe_mw_state
+  Engine* eng = nullptr;
+  PdImpl* pd = nullptr;
+  MwType type = MwType::kType1;
+  State state = State::kValid;
+  uint32_t key = 0;
+  MrImpl* mr = nullptr;
+  QpImpl* qp = nullptr;   // type 2: the QP it is bound to
+  uint64_t addr = 0;      // in mr's iova space
+  uint64_t length = 0;
+  unsigned access = 0;    // access::kRemote* | kZeroBased
 };
 
 // A completion channel: an eventfd (EFD_SEMAPHORE) counts the fired CQs queued

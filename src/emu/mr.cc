@@ -39,6 +39,7 @@ std::error_code Device::dereg_mr(Mr* m) {
   std::lock_guard lk(e.mu);
   if (!device_owns_mr(e, m)) return errc(EINVAL);
   auto* mr = static_cast<MrImpl*>(m);
+  if (mr->bound_mws > 0) return errc(EBUSY);  // ibv_dereg_mr(3): windows still bound to it
   e.mr_by_key.erase(mr->key);
   mr->pd->users--;
   for (auto it = e.mrs.begin(); it != e.mrs.end(); ++it) {

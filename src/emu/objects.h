@@ -54,6 +54,20 @@ class Mr : public Object {
   ~Mr() = default;
 };
 
+// A memory window (IBTA 10.6.7): an R_Key for a part of an MR, bound and
+// invalidated by work requests (BIND_MW, LOCAL_INV, SEND_WITH_INV). Type 1 is
+// bound by any QP of its PD and never invalidated; type 2 is bound to one QP.
+class Mw : public Object {
+ public:
+  uint32_t rkey() const;  // the current R_Key (changes with each bind)
+  MwType type() const;
+  Pd* pd() const;
+
+ protected:
+  Mw() = default;
+  ~Mw() = default;
+};
+
 // Its fd becomes readable (one eventfd count per event) when an armed CQ of
 // this channel gets a completion. poll()/epoll() work on it.
 class CompChannel : public Object {

@@ -27,7 +27,7 @@ bool opcode_valid(QpType t, WrOpcode op) {
       return t == QpType::kRC;
     case WrOpcode::kLocalInv:
     case WrOpcode::kBindMw:
-      return false;  // no memory windows / fast registration
+      return t != QpType::kUD;  // memory windows (mw.cc), as rxe: RC and UC
   }
   return false;
 }
@@ -195,6 +195,16 @@ void qp_to_error(QpImpl& qp, bool raise_event, EventType ev) {
   }
 }
 
+void fail_send_wqe(QpImpl& qp) {
+  complete_send(qp, qp.wqe(qp.sq_head).local_error);
+  if (qp.type_ == QpType::kRC) return qp_to_error(qp, false, EventType::kQpFatal);
+  // IBTA 10.3.1 / 11.6.3: a local error on a send WR of a UC or UD QP moves it
+  // to SQE: the receive queue keeps working, the later send WRs flush, and
+  // modify SQE->RTS resumes the send queue. No async event: the CQE reports it.
+  set_state(qp, QpState::kSqe);
+  while (qp.sq_head != qp.sq_tail) complete_send(qp, WcStatus::kWrFlushErr);
+}
+
 // ---- creation ----
 
 Result<Qp*> Device::create_qp(Pd* pd, const QpInitAttr& a) {
@@ -262,6 +272,9 @@ std::error_code Device::destroy_qp(Qp* qpp) {
   std::lock_guard lk(e.mu);
   if (!device_owns_qp(e, qpp)) return errc(EINVAL);
   auto* qp = static_cast<QpImpl*>(qpp);
+  // Type 2 windows bound to it go back to free (rxe drops them with the QP).
+  for (auto& w : e.mws)
+    if (w->qp == qp) invalidate_rkey(*qp, w->key);
   e.qp_by_num.erase(qp->qpn);
   qp->pd->users--;
   qp->scq->users--;
@@ -331,6 +344,8 @@ std::error_code prepare_wqe(QpImpl& qp, const SendWr& wr, SendWqe& w) {
   };
   if (!opcode_valid(qp.type_, wr.opcode))
     return refuse("not an opcode a " + std::string(to_string(qp.type_)) + " QP can post");
+  if (wr.opcode == WrOpcode::kBindMw && (!wr.bind_mw.mw || !wr.sg_list.empty()))
+    return refuse("a BIND_MW names a window (bind_mw.mw) and carries no SGE");
   if (wr.sg_list.size() > qp.cap_.max_send_sge)
     return refuse(std::to_string(wr.sg_list.size()) + " SGEs, the QP has max_send_sge " +
                   std::to_string(qp.cap_.max_send_sge));

@@ -133,9 +133,20 @@ void req_run(QpImpl& qp) {
       if (qp.state_ == QpState::kSqd) break;  // IBTA 10.3.1: SQD starts no new WQE
       if (w.local_error != WcStatus::kSuccess) {
         if (qp.req.cur != qp.sq_head) break;  // complete in order
-        complete_send(qp, w.local_error);
-        qp_to_error(qp, false, EventType::kQpFatal);
+        fail_send_wqe(qp);
         return;
+      }
+      if (w.wr.opcode == WrOpcode::kBindMw || w.wr.opcode == WrOpcode::kLocalInv) {
+        // Local operations (mw.cc) send nothing; they run when every earlier WR
+        // has completed, so a later WR sees the window as they leave it.
+        if (qp.req.cur != qp.sq_head) break;
+        w.local_error = w.wr.opcode == WrOpcode::kBindMw ? exec_bind_mw(qp, w.wr)
+                                                         : exec_local_inv(qp, w.wr.invalidate_rkey);
+        if (w.local_error != WcStatus::kSuccess) continue;  // fails above, in order
+        w.started = true;
+        ++qp.req.cur;
+        complete_send(qp, WcStatus::kSuccess);
+        continue;
       }
       if (rc) {
         // IBTA 10.8.3.3: a fenced WQE waits for earlier READs and atomics.

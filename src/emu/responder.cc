@@ -22,7 +22,7 @@ enum class RespState {
   kGetReq, kChkPsn, kChkOpSeq, kChkOpValid, kChkResource, kChkLength, kChkRkey, kExecute,
   kComplete, kAcknowledge, kDone,
   kDuplicate, kErrPsnOutOfSeq, kErrRnr, kErrInvalidRequest, kErrRemoteAccess, kErrRemoteOp,
-  kErrLength, kDrop,
+  kErrLength, kErrInvalidate, kDrop,
 };
 
 // Per-packet scratch data, owned by the driver loop.
@@ -33,6 +33,7 @@ struct Scratch {
   Psn psn;
   uint32_t len = 0;  // payload bytes
   MrImpl* mr = nullptr;
+  uint64_t mr_va = 0;  // the request's address in mr's iova space (a window translates it)
   std::byte* target = nullptr;
   std::string_view reason;
   uint64_t Counters::*drop_ctr = &Counters::rcvd_hdr_err;  // null: counted already
@@ -281,15 +282,18 @@ RespState chk_length(QpImpl& qp, Scratch& s) {
   return RespState::kChkRkey;
 }
 
-// IBTA 10.6.3.2 / C9-88: the R_Key names an MR of the QP's PD, with the access,
-// covering [va, va+len). A zero-length request checks nothing.
+// IBTA 10.6.3.2 / C9-88: the R_Key names an MR or a bound memory window of the
+// QP's PD, with the access, covering [va, va+len) (resolve_rkey, mw.cc). A
+// zero-length request checks nothing.
 RespState check_rkey(QpImpl& qp, Scratch& s, uint32_t rkey, uint64_t va, uint32_t len, unsigned need) {
   if (len == 0) return RespState::kExecute;
-  MrImpl* mr = qp.eng->find_mr(rkey);
-  std::byte* p = mr && mr->pd == qp.pd && (mr->access & need) ? mr->at(va, len) : nullptr;
-  if (!p) return error_for(qp, s, RespState::kErrRemoteAccess, "R_Key");
+  MrImpl* mr = nullptr;
+  uint64_t mr_va = 0;
+  if (!resolve_rkey(qp, rkey, va, len, need, &mr, &mr_va))
+    return error_for(qp, s, RespState::kErrRemoteAccess, "R_Key");
   s.mr = mr;
-  s.target = p;
+  s.mr_va = mr_va;
+  s.target = mr->at(mr_va, len);
   return RespState::kExecute;
 }
 
@@ -327,7 +331,7 @@ RespState execute(QpImpl& qp, Scratch& s) {
   } else if (is_write(s.info)) {
     if (is_first(s.info)) {
       qp.resp.mr = s.mr;
-      qp.resp.va = h.reth.va;
+      qp.resp.va = s.mr_va;
       qp.resp.resid = h.reth.dma_len;
       qp.resp.write_len = 0;
       s.target = s.mr ? s.target : nullptr;
@@ -377,6 +381,12 @@ RespState execute(QpImpl& qp, Scratch& s) {
 
 RespState complete(QpImpl& qp, Scratch& s) {
   if (!is_last(s.info)) return RespState::kAcknowledge;
+  // SEND with Invalidate (IBTA 9.4.1.1.1 / rxe): the R_Key in the IETH names a
+  // bound type 2 window of this PD, which becomes free before the receive completes.
+  if (s.info.carries(Hdr::kIeth) && !invalidate_rkey(qp, s.pkt.hdr.ieth.rkey)) {
+    s.reason = "SEND_WITH_INV: R_Key names no window to invalidate";
+    return RespState::kErrInvalidate;
+  }
   if (is_send(s.info)) {
     complete_recv(qp, s, WcStatus::kSuccess, WcOpcode::kRecv, qp.resp.offset);
   } else if (s.info.carries(Hdr::kImmDt)) {
@@ -414,9 +424,10 @@ RespState duplicate(QpImpl& qp, Scratch& s) {
     }
     if (r.atomic) break;
     const auto& reth = s.pkt.hdr.reth;
-    MrImpl* mr = qp.eng->find_mr(reth.rkey);
-    std::byte* p = mr && mr->pd == qp.pd && (mr->access & access::kRemoteRead) ? mr->at(reth.va, reth.dma_len) : nullptr;
-    if (reth.dma_len > 0 && !p) break;
+    MrImpl* mr = nullptr;
+    uint64_t mr_va = 0;
+    if (!resolve_rkey(qp, reth.rkey, reth.va, reth.dma_len, access::kRemoteRead, &mr, &mr_va)) break;
+    const std::byte* p = mr ? mr->at(mr_va, reth.dma_len) : nullptr;
     send_read_responses(qp, s.psn, p, reth.dma_len, r.msn);
     return RespState::kDone;
   }
@@ -519,6 +530,10 @@ void resp_on_request(QpImpl& qp, const wire::RocePacket& pkt, const Datagram& d)
         st = class_c(qp, s, NakCode::kRemoteOpError, WcStatus::kLocProtErr, EventType::kQpFatal);
         break;
       case RespState::kErrLength: st = err_length(qp, s); break;
+      case RespState::kErrInvalidate:
+        // rxe: the receive completes with REM_INV_REQ_ERR and the QP goes to ERR.
+        st = class_c(qp, s, NakCode::kInvalidRequest, WcStatus::kRemInvReqErr, EventType::kQpReqErr);
+        break;
       case RespState::kDrop:
         qp.eng->drop(&qp, d, s.reason, s.drop_ctr);
         return;

@@ -30,6 +30,9 @@ void qp_to_error(QpImpl& qp, bool raise_event, EventType ev);
 void post_recv_cqe(QpImpl& qp, const Wc& wc, bool solicited);
 void post_send_cqe(QpImpl& qp, const Wc& wc);
 void set_state(QpImpl& qp, QpState s);
+// The WQE at the send queue head failed locally (its local_error): it completes
+// in error, and the QP goes to ERR (RC) or SQE (UC, UD).
+void fail_send_wqe(QpImpl& qp);
 WcOpcode wc_opcode_of(WrOpcode op);
 
 // Copies n bytes at offset off of a scatter list to/from dst.

@@ -14,6 +14,8 @@ namespace rocelab::emu {
 
 class Ah;
 class Cq;
+class Mr;
+class Mw;
 class Qp;
 class Srq;
 
@@ -129,7 +131,7 @@ struct SendWr {
   WrOpcode opcode = WrOpcode::kSend;
   unsigned send_flags = 0;  // send_flags::
   uint32_t imm_data = 0;    // network byte order in memory, as ibv_send_wr.imm_data
-  uint32_t invalidate_rkey = 0;  // SEND_WITH_INV
+  uint32_t invalidate_rkey = 0;  // SEND_WITH_INV, LOCAL_INV
   struct {
     uint64_t remote_addr = 0;
     uint32_t rkey = 0;
@@ -140,6 +142,17 @@ struct SendWr {
     uint64_t swap = 0;
     uint32_t rkey = 0;
   } atomic;
+  // BIND_MW (ibv_send_wr.bind_mw): binds mw to [addr, addr+length) of mr with
+  // access (access::kRemote*, kZeroBased); rkey is the window's new R_Key (its
+  // low 8 bits are the new key byte). length 0 (type 1) unbinds.
+  struct {
+    Mw* mw = nullptr;
+    uint32_t rkey = 0;
+    Mr* mr = nullptr;
+    uint64_t addr = 0;
+    uint64_t length = 0;
+    unsigned access = 0;
+  } bind_mw;
   struct {
     Ah* ah = nullptr;
     uint32_t remote_qpn = 0;

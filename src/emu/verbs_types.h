@@ -77,6 +77,9 @@ inline constexpr unsigned kKnownMr = kLocalWrite | kRemoteWrite | kRemoteRead | 
                                      kMwBind | kZeroBased | kOnDemand | kHugetlb;
 }  // namespace access
 
+// ibv_mw_type
+enum class MwType : uint8_t { kType1 = 1, kType2 = 2 };
+
 // ibv_wr_opcode
 enum class WrOpcode : uint8_t {
   kRdmaWrite = 0, kRdmaWriteWithImm = 1, kSend = 2, kSendWithImm = 3, kRdmaRead = 4,
@@ -131,7 +134,8 @@ namespace device_cap {
 inline constexpr unsigned kBadPkeyCntr = 1u << 1, kBadQkeyCntr = 1u << 2,
     kCurrQpStateMod = 1u << 7, kShutdownPort = 1u << 8, kPortActiveEvent = 1u << 10,
     kSysImageGuid = 1u << 11, kRcRnrNakGen = 1u << 12, kSrqResize = 1u << 13,
-    kNNotifyCq = 1u << 14;
+    kNNotifyCq = 1u << 14, kMemWindow = 1u << 17, kMemWindowType2A = 1u << 23,
+    kMemWindowType2B = 1u << 24;
 }  // namespace device_cap
 
 // ibv_port_cap_flags (the ones the engine advertises)
