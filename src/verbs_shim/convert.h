@@ -102,6 +102,10 @@ ROCELAB_SAME(emu::WrOpcode::kAtomicFetchAndAdd, IBV_WR_ATOMIC_FETCH_AND_ADD);
 ROCELAB_SAME(emu::WrOpcode::kLocalInv, IBV_WR_LOCAL_INV);
 ROCELAB_SAME(emu::WrOpcode::kBindMw, IBV_WR_BIND_MW);
 ROCELAB_SAME(emu::WrOpcode::kSendWithInv, IBV_WR_SEND_WITH_INV);
+ROCELAB_SAME(emu::MwType::kType1, IBV_MW_TYPE_1);
+ROCELAB_SAME(emu::MwType::kType2, IBV_MW_TYPE_2);
+ROCELAB_SAME(emu::device_cap::kMemWindow, IBV_DEVICE_MEM_WINDOW);
+ROCELAB_SAME(emu::device_cap::kMemWindowType2B, IBV_DEVICE_MEM_WINDOW_TYPE_2B);
 
 ROCELAB_SAME(emu::send_flags::kFence, IBV_SEND_FENCE);
 ROCELAB_SAME(emu::send_flags::kSignaled, IBV_SEND_SIGNALED);

@@ -128,7 +128,8 @@ ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* attr) noexcept {
   constexpr uint64_t kOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
                             IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
                             IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-                            IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+                            IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV |
+                            IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW;
   if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd) {
     errno = EINVAL;
     return nullptr;
@@ -200,7 +201,15 @@ static int explained(const char* verb, ibv_qp* qp, int rc) {
 int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
   emu::Qp* e = shim(qp)->e;
   return explained("ibv_post_send", qp, post_chunks<ibv_send_wr, emu::SendWr>(
-      wr, bad_wr, [](const ibv_send_wr& w, std::span<const emu::Sge> s) { return to_emu(w, s); },
+      wr, bad_wr,
+      [qp](const ibv_send_wr& w, std::span<const emu::Sge> s) {
+        emu::SendWr out = to_emu(w, s);
+        // A bind names shim objects: the engine gets its own (none: EINVAL at post).
+        if (raw_enum(w.opcode) == IBV_WR_BIND_MW &&
+            (!w.bind_mw.mw || !to_emu_bind(qp->context, w.bind_mw.mw, w.bind_mw.rkey, w.bind_mw.bind_info, &out)))
+          out.bind_mw.mw = nullptr;
+        return out;
+      },
       [e](std::span<const emu::SendWr> wrs, size_t* n) { return e->post_send(wrs, n); }));
 }
 

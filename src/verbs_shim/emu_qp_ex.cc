@@ -114,12 +114,19 @@ void wr_atomic_fetch_add(ibv_qp_ex* qpx, uint32_t rkey, uint64_t remote_addr, ui
   }
 }
 
-// Not emulated: memory windows, local invalidate, TSO, atomic write. The
-// batch fails at wr_complete with EOPNOTSUPP.
-void wr_bind_mw(ibv_qp_ex* qpx, ibv_mw*, uint32_t, const ibv_mw_bind_info*) noexcept {
-  batch(qpx).error = EOPNOTSUPP;
+// Memory windows (type 2 through ibv_qp_ex; the engine checks the bind when it runs).
+void wr_bind_mw(ibv_qp_ex* qpx, ibv_mw* mw, uint32_t rkey, const ibv_mw_bind_info* info) noexcept {
+  add(qpx, emu::WrOpcode::kBindMw);
+  auto* e = last(qpx);
+  if (!e) return;
+  if (!mw || !info || !to_emu_bind(qpx->qp_base.context, mw, rkey, *info, &e->wr)) batch(qpx).error = EINVAL;
 }
-void wr_local_inv(ibv_qp_ex* qpx, uint32_t) noexcept { batch(qpx).error = EOPNOTSUPP; }
+void wr_local_inv(ibv_qp_ex* qpx, uint32_t invalidate_rkey) noexcept {
+  add(qpx, emu::WrOpcode::kLocalInv);
+  if (auto* e = last(qpx)) e->wr.invalidate_rkey = invalidate_rkey;
+}
+
+// Not emulated: TSO, atomic write. The batch fails at wr_complete with EOPNOTSUPP.
 void wr_send_tso(ibv_qp_ex* qpx, void*, uint16_t, uint16_t) noexcept { batch(qpx).error = EOPNOTSUPP; }
 void wr_atomic_write(ibv_qp_ex* qpx, uint32_t, uint64_t, const void*) noexcept {
   batch(qpx).error = EOPNOTSUPP;

@@ -45,6 +45,15 @@ int dealloc_pd(ibv_pd* pd) noexcept;
 ibv_mr* reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned access) noexcept;
 int rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int access) noexcept;
 int dereg_mr(ibv_mr* mr) noexcept;
+// Memory windows (emu_mw.cc): ibv_alloc_mw, ibv_dealloc_mw, and ibv_bind_mw
+// (type 1), which posts a BIND_MW work request as rdma-core's providers do.
+ibv_mw* alloc_mw(ibv_pd* pd, ibv_mw_type type) noexcept;
+int dealloc_mw(ibv_mw* mw) noexcept;
+int bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* mw_bind) noexcept;
+// The engine's view of a bind (ibv_send_wr.bind_mw, ibv_wr_bind_mw); false
+// when mw or the MR is not an emulated object of ctx.
+bool to_emu_bind(ibv_context* ctx, ibv_mw* mw, uint32_t rkey, const ibv_mw_bind_info& info,
+                 emu::SendWr* out) noexcept;
 ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr) noexcept;
 int destroy_ah(ibv_ah* ah) noexcept;
 int init_ah_from_wc(ibv_context* ctx, uint8_t port_num, const ibv_wc* wc, const ibv_grh* grh,

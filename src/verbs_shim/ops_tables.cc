@@ -40,8 +40,6 @@ int compat_query_port(ibv_context* ctx, uint8_t port, _compat_ibv_port_attr*) no
 int query_port_op(ibv_context* ctx, uint8_t port, ibv_port_attr* attr, size_t len) noexcept {
   return query_port(ctx, port, attr, len);
 }
-int bind_mw_op(ibv_qp*, ibv_mw*, ibv_mw_bind*) noexcept { return EOPNOTSUPP; }
-int dealloc_mw_op(ibv_mw*) noexcept { return EOPNOTSUPP; }
 
 constexpr ibv_context_ops kContextOps = {
     ._compat_query_device = compat_query_device,
@@ -51,9 +49,9 @@ constexpr ibv_context_ops kContextOps = {
     ._compat_reg_mr = compat_slot,
     ._compat_rereg_mr = compat_slot,
     ._compat_dereg_mr = compat_slot,
-    .alloc_mw = null_eopnotsupp<ibv_mw, ibv_pd*, ibv_mw_type>,  // max_mw is 0
-    .bind_mw = bind_mw_op,
-    .dealloc_mw = dealloc_mw_op,
+    .alloc_mw = alloc_mw,
+    .bind_mw = bind_mw,
+    .dealloc_mw = dealloc_mw,
     ._compat_create_cq = compat_slot,
     .poll_cq = poll_cq,
     .req_notify_cq = req_notify_cq,

@@ -35,6 +35,11 @@ struct ShimMr {
   bool imported;  // made by ibv_import_mr
 };
 
+struct ShimMw {
+  ibv_mw mw;
+  emu::Mw* e;
+};
+
 struct ShimChannel {
   ibv_comp_channel ch;
   emu::CompChannel* e;
@@ -67,7 +72,7 @@ struct ShimAh {
 
 template <typename T>
 constexpr bool kAbiMirror = std::is_standard_layout_v<T>;
-static_assert(kAbiMirror<ShimContext> && kAbiMirror<ShimPd> && kAbiMirror<ShimMr> &&
+static_assert(kAbiMirror<ShimContext> && kAbiMirror<ShimPd> && kAbiMirror<ShimMr> && kAbiMirror<ShimMw> &&
               kAbiMirror<ShimChannel> && kAbiMirror<ShimCq> && kAbiMirror<ShimSrq> &&
               kAbiMirror<ShimQp> && kAbiMirror<ShimAh>);
 
@@ -76,6 +81,7 @@ inline ShimContext* shim(ibv_context* c) {
 }
 inline ShimPd* shim(ibv_pd* p) { return reinterpret_cast<ShimPd*>(p); }
 inline ShimMr* shim(ibv_mr* m) { return reinterpret_cast<ShimMr*>(m); }
+inline ShimMw* shim(ibv_mw* m) { return reinterpret_cast<ShimMw*>(m); }
 inline ShimChannel* shim(ibv_comp_channel* c) { return reinterpret_cast<ShimChannel*>(c); }
 inline ShimCq* shim(ibv_cq* c) { return reinterpret_cast<ShimCq*>(c); }
 inline ShimCq* shim(ibv_cq_ex* c) { return reinterpret_cast<ShimCq*>(c); }

@@ -164,8 +164,8 @@ TEST_F(Emulated, InvalidArgumentsGiveLibibverbsErrno) {
   EXPECT_EQ(ibv_create_cq(ctx_, 16, nullptr, nullptr, 5), nullptr);  // one comp vector
   EXPECT_EQ(errno, EINVAL);
   errno = 0;
-  EXPECT_EQ(ibv_alloc_mw(pd_, IBV_MW_TYPE_1), nullptr);
-  EXPECT_EQ(errno, EOPNOTSUPP);
+  EXPECT_EQ(ibv_alloc_mw(pd_, static_cast<ibv_mw_type>(3)), nullptr);
+  EXPECT_EQ(errno, EINVAL);
   ibv_xrcd_init_attr xa{};
   xa.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
   xa.fd = -1;
@@ -353,6 +353,133 @@ TEST_F(Emulated, ExtendedQpAndCqApis) {
   EXPECT_EQ(ibv_destroy_qp(b), 0);
   EXPECT_EQ(ibv_dereg_mr(dmr), 0);
   EXPECT_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)), 0);
+}
+
+// Memory windows through libibverbs: a type 1 window bound by ibv_bind_mw, a
+// type 2 one by ibv_wr_bind_mw, RDMA WRITEs through both, SEND_WITH_INV
+// invalidating the type 2 window (invalidated_rkey in the receive), and a
+// WRITE through the invalidated key failing with zero bytes changed.
+TEST_F(Emulated, MemoryWindowsBindWriteInvalidate) {
+  ibv_device_attr d;
+  ASSERT_EQ(ibv_query_device(ctx_, &d), 0);
+  EXPECT_GT(d.max_mw, 0);
+  EXPECT_TRUE(d.device_cap_flags & IBV_DEVICE_MEM_WINDOW);
+  EXPECT_TRUE(d.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B);
+
+  ibv_cq* cq = ibv_create_cq(ctx_, 32, nullptr, nullptr, 0);
+  ASSERT_NE(cq, nullptr);
+  ibv_qp_init_attr_ex qx{};
+  qx.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  qx.pd = pd_;
+  qx.send_cq = qx.recv_cq = cq;
+  qx.qp_type = IBV_QPT_RC;
+  qx.cap.max_send_wr = qx.cap.max_recv_wr = 8;
+  qx.cap.max_send_sge = qx.cap.max_recv_sge = 1;
+  qx.send_ops_flags = IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND;
+  ibv_qp* target = ibv_create_qp_ex(ctx_, &qx);  // binds the windows
+  ASSERT_NE(target, nullptr) << std::strerror(errno);
+  ibv_qp* writer = rc_qp(cq);
+  connect_pair(target, writer);
+
+  std::vector<uint8_t> mem(8192, 0xCC), src(4096);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 7 + 1);
+  ibv_mr* mr = ibv_reg_mr(pd_, mem.data(), mem.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+  ibv_mr* smr = ibv_reg_mr(pd_, src.data(), src.size(), IBV_ACCESS_LOCAL_WRITE);
+  ASSERT_TRUE(mr && smr);
+  const uint64_t base = reinterpret_cast<uintptr_t>(mem.data());
+  ibv_wc wc[2];
+  auto write = [&](uint32_t rkey, uint64_t addr, uint32_t len) {
+    ibv_sge s{reinterpret_cast<uintptr_t>(src.data()), len, smr->lkey};
+    ibv_send_wr wr{};
+    wr.wr_id = 7;
+    wr.sg_list = &s;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = addr;
+    wr.wr.rdma.rkey = rkey;
+    ibv_send_wr* bad = nullptr;
+    EXPECT_EQ(ibv_post_send(writer, &wr, &bad), 0);
+    EXPECT_EQ(poll_n(cq, 1, wc), 1);
+    return wc[0].status;
+  };
+
+  // Type 1: ibv_bind_mw posts the bind; the new R_Key is in mw->rkey at once.
+  ibv_mw* mw1 = ibv_alloc_mw(pd_, IBV_MW_TYPE_1);
+  ASSERT_NE(mw1, nullptr) << std::strerror(errno);
+  const uint32_t before = mw1->rkey;
+  ibv_mw_bind b{};
+  b.wr_id = 11;
+  b.send_flags = IBV_SEND_SIGNALED;
+  b.bind_info = {mr, base, 4096, IBV_ACCESS_REMOTE_WRITE};
+  ASSERT_EQ(ibv_bind_mw(target, mw1, &b), 0);
+  EXPECT_EQ(mw1->rkey, ibv_inc_rkey(before));
+  ASSERT_EQ(poll_n(cq, 1, wc), 1);
+  EXPECT_EQ(wc[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wc[0].opcode, IBV_WC_BIND_MW);
+  EXPECT_EQ(wc[0].wr_id, 11u);
+  EXPECT_EQ(write(mw1->rkey, base, 4096), IBV_WC_SUCCESS);
+  EXPECT_EQ(std::memcmp(mem.data(), src.data(), 4096), 0);
+  EXPECT_EQ(ibv_dereg_mr(mr), EBUSY);  // a window is bound to it
+  EXPECT_EQ(ibv_dealloc_mw(mw1), 0);
+
+  // Type 2 through ibv_qp_ex on the second half.
+  ibv_mw* mw2 = ibv_alloc_mw(pd_, IBV_MW_TYPE_2);
+  ASSERT_NE(mw2, nullptr);
+  const uint32_t rkey2 = ibv_inc_rkey(mw2->rkey);
+  ibv_qp_ex* x = ibv_qp_to_qp_ex(target);
+  ibv_wr_start(x);
+  x->wr_id = 12;
+  x->wr_flags = IBV_SEND_SIGNALED;
+  ibv_mw_bind_info info{mr, base + 4096, 4096, IBV_ACCESS_REMOTE_WRITE};
+  ibv_wr_bind_mw(x, mw2, rkey2, &info);
+  ASSERT_EQ(ibv_wr_complete(x), 0);
+  ASSERT_EQ(poll_n(cq, 1, wc), 1);
+  EXPECT_EQ(wc[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wc[0].opcode, IBV_WC_BIND_MW);
+  EXPECT_EQ(write(rkey2, base + 4096, 100), IBV_WC_SUCCESS);
+  EXPECT_EQ(std::memcmp(mem.data() + 4096, src.data(), 100), 0);
+
+  // SEND_WITH_INV from the writer invalidates rkey2 at the target.
+  std::vector<uint8_t> rbuf(64);
+  ibv_mr* rmr = ibv_reg_mr(pd_, rbuf.data(), rbuf.size(), IBV_ACCESS_LOCAL_WRITE);
+  ASSERT_NE(rmr, nullptr);
+  ibv_sge rs{reinterpret_cast<uintptr_t>(rbuf.data()), 64, rmr->lkey};
+  ibv_recv_wr rw{};
+  rw.wr_id = 13;
+  rw.sg_list = &rs;
+  rw.num_sge = 1;
+  ibv_recv_wr* rbad = nullptr;
+  ASSERT_EQ(ibv_post_recv(target, &rw, &rbad), 0);
+  ibv_sge ss{reinterpret_cast<uintptr_t>(src.data()), 8, smr->lkey};
+  ibv_send_wr sw{};
+  sw.wr_id = 14;
+  sw.sg_list = &ss;
+  sw.num_sge = 1;
+  sw.opcode = IBV_WR_SEND_WITH_INV;
+  sw.send_flags = IBV_SEND_SIGNALED;
+  sw.invalidate_rkey = rkey2;
+  ibv_send_wr* sbad = nullptr;
+  ASSERT_EQ(ibv_post_send(writer, &sw, &sbad), 0);
+  ASSERT_EQ(poll_n(cq, 2, wc), 2);
+  const ibv_wc& recv = wc[0].wr_id == 13 ? wc[0] : wc[1];
+  EXPECT_EQ(recv.status, IBV_WC_SUCCESS);
+  EXPECT_EQ(recv.opcode, IBV_WC_RECV);
+  EXPECT_TRUE(recv.wc_flags & IBV_WC_WITH_INV);
+  EXPECT_EQ(recv.invalidated_rkey, rkey2);
+
+  // The invalidated key: a remote access error, the memory as it was.
+  const std::vector<uint8_t> snapshot = mem;
+  EXPECT_EQ(write(rkey2, base + 4096, 100), IBV_WC_REM_ACCESS_ERR);
+  EXPECT_EQ(mem, snapshot);
+
+  EXPECT_EQ(ibv_destroy_qp(target), 0);
+  EXPECT_EQ(ibv_destroy_qp(writer), 0);
+  EXPECT_EQ(ibv_dealloc_mw(mw2), 0);
+  EXPECT_EQ(ibv_dereg_mr(mr), 0);
+  EXPECT_EQ(ibv_dereg_mr(smr), 0);
+  EXPECT_EQ(ibv_dereg_mr(rmr), 0);
+  EXPECT_EQ(ibv_destroy_cq(cq), 0);
 }
 
 // UD: a datagram to our own GID, then the reply addressed by an AH made from
