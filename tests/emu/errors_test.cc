@@ -314,7 +314,9 @@ TEST_F(ErrorsTest, CqOverflowRaisesCqErrorAndMovesItsQpsToErr) {
 TEST_F(ErrorsTest, PostSendRejectsWhatIbvPostSendRejects) {
   connect();
   Sge s{a_.addr(), 10, a_.mr->lkey()};
-  SendWr wr = make_wr(WrOpcode::kLocalInv, &s, 1, 1);
+  SendWr wr = make_wr(static_cast<WrOpcode>(42), &s, 1, 1);  // no such opcode
+  EXPECT_EQ(post_send(a_.qp, wr), std::errc::invalid_argument);
+  wr = make_wr(WrOpcode::kBindMw, nullptr, 0, 1);  // a bind naming no window
   EXPECT_EQ(post_send(a_.qp, wr), std::errc::invalid_argument);
   Sge many[5] = {s, s, s, s, s};  // max_send_sge is 4
   EXPECT_EQ(post_send(a_.qp, make_wr(WrOpcode::kSend, many, 5, 1)), std::errc::invalid_argument);
