@@ -73,7 +73,12 @@ int rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int a
     errno = fresh.error().value();
     return IBV_REREG_MR_ERR_INPUT;
   }
-  (void)engine.dereg_mr(m->e);
+  if (std::error_code ec = engine.dereg_mr(m->e)) {
+    // EBUSY: memory windows are bound to the old registration; it stays as it was.
+    (void)engine.dereg_mr(*fresh);
+    errno = ec.value();
+    return IBV_REREG_MR_ERR_INPUT;
+  }
   m->e = *fresh;
   m->e->set_user_context(m);
   mr->pd = new_pd;

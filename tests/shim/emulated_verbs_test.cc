@@ -421,6 +421,12 @@ TEST_F(Emulated, MemoryWindowsBindWriteInvalidate) {
   EXPECT_EQ(write(mw1->rkey, base, 4096), IBV_WC_SUCCESS);
   EXPECT_EQ(std::memcmp(mem.data(), src.data(), 4096), 0);
   EXPECT_EQ(ibv_dereg_mr(mr), EBUSY);  // a window is bound to it
+  errno = 0;
+  EXPECT_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
+                         IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND),
+            IBV_REREG_MR_ERR_INPUT);
+  EXPECT_EQ(errno, EBUSY);
+  EXPECT_EQ(write(mw1->rkey, base + 8, 8), IBV_WC_SUCCESS);  // the window still works
   EXPECT_EQ(ibv_dealloc_mw(mw1), 0);
 
   // Type 2 through ibv_qp_ex on the second half.
