@@ -216,6 +216,60 @@ TEST_F(MwTest, Type2OnAnotherQpIsRemoteAccessError) {
   expect_untouched();
 }
 
+TEST_F(MwTest, DestroyingItsQpFreesAType2Window) {
+  connect();
+  QpInitAttr ia;
+  ia.send_cq = b_.scq;
+  ia.recv_cq = b_.rcq;
+  ia.qp_type = QpType::kRC;
+  ia.cap = {16, 16, 1, 1, 0};
+  Qp* other = *b_.dev->create_qp(b_.pd, ia);
+  ConnectOptions o;
+  Gid g{};
+  ASSERT_FALSE(a_.dev->query_gid(kPortNum, 0, &g));
+  ASSERT_FALSE(qp_to_init(*other, o));
+  ASSERT_FALSE(qp_to_rtr(*other, g, 0x999, 0, o));
+  ASSERT_FALSE(qp_to_rts(*other, 0, o));
+  Node c;
+  c.qp = other;
+  c.scq = b_.scq;
+  Mw* mw = *b_.dev->alloc_mw(b_.pd, MwType::kType2);
+  ASSERT_EQ(bind(c, mw, 1, b_.mr, b_.addr(), kLen, access::kRemoteWrite).status, WcStatus::kSuccess);
+  EXPECT_EQ(b_.dev->dereg_mr(b_.mr), errc(EBUSY));
+  ASSERT_FALSE(b_.dev->destroy_qp(other));
+  // Free again: bindable by the connected QP.
+  EXPECT_EQ(bind(b_, mw, 2, b_.mr, b_.addr(), kLen, access::kRemoteWrite).status, WcStatus::kSuccess);
+  EXPECT_EQ(write(b_.addr(), mw->rkey(), 64).status, WcStatus::kSuccess);
+  expect_written(0, 64);
+}
+
+// A failed bind on UC is a local send error: SQE, not ERR.
+TEST(MwUc, FailedBindMovesAUcQpToSqe) {
+  Env env{Net::kSim};
+  Node a = env.make_node(1, QpType::kUC, 4096, kAll), b = env.make_node(2, QpType::kUC, 4096, kAll);
+  ASSERT_FALSE(connect_pair(*a.dev, *a.qp, *b.dev, *b.qp, {}));
+  Mw* mw = *a.dev->alloc_mw(a.pd, MwType::kType2);
+  SendWr wr = make_wr(WrOpcode::kBindMw, nullptr, 0, 5);
+  wr.bind_mw = {mw, mw->rkey(), a.mr, a.addr(), 8192, access::kRemoteWrite};  // past the MR
+  ASSERT_FALSE(post_send(a.qp, wr));
+  auto w = env.wait_wcs(a.scq, 1, {a.dev.get(), b.dev.get()});
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].status, WcStatus::kMwBindErr);
+  EXPECT_EQ(w[0].opcode, WcOpcode::kBindMw);
+  EXPECT_EQ(a.qp->state(), QpState::kSqe);
+  // UD has no memory-window operations.
+  Node u = env.make_node(3, QpType::kUD, 4096, kAll);
+  ConnectOptions o;
+  Gid g{};
+  ASSERT_FALSE(b.dev->query_gid(kPortNum, 0, &g));
+  ASSERT_FALSE(qp_to_init(*u.qp, o));
+  ASSERT_FALSE(qp_to_rtr(*u.qp, g, 0, 0, o));
+  ASSERT_FALSE(qp_to_rts(*u.qp, 0, o));
+  ASSERT_EQ(u.qp->state(), QpState::kRts);
+  SendWr inv = make_wr(WrOpcode::kLocalInv, nullptr, 0, 6);
+  EXPECT_EQ(post_send(u.qp, inv), errc(EINVAL));
+}
+
 TEST_F(MwTest, SendWithInvOfAnMrKeyIsInvalidRequest) {
   connect();
   ASSERT_FALSE(post_recv(b_.qp, b_.addr(), 256, b_.mr->lkey(), 31));
