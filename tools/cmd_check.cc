@@ -8,13 +8,15 @@
 #include <string>
 #include <vector>
 
+#include "decode/json_line.h"
 #include "tools/commands.h"
-#include "tools/json_line.h"
 #include "trace/capture.h"
 #include "trace/check.h"
 
 namespace rocelab::tools {
 namespace {
+
+using decode::JsonLine;
 
 struct CheckCmdOptions {
   std::vector<std::string> captures;

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-namespace rocelab::tools {
+namespace rocelab::decode {
 
 // Appends s as a JSON string literal. Control characters become \u00XX; bytes
 // that are not valid UTF-8 (a file name can hold any byte) become U+FFFD.
@@ -43,4 +43,4 @@ class JsonLine {
   std::string s_;
 };
 
-}  // namespace rocelab::tools
+}  // namespace rocelab::decode

@@ -10,7 +10,7 @@
 #include "wire/frame.h"
 #include "wire/ib_native.h"
 
-namespace rocelab::tools {
+namespace rocelab::decode {
 
 // Where a packet sits: file, 1-based frame number, capture time.
 struct FrameRef {
@@ -50,4 +50,4 @@ std::string hex(uint64_t v, int digits = 1);
 // "ACK credits=31", "NAK 0 (PSN sequence error)", "RNR NAK timer=14 (1280 us)".
 std::string aeth_text(const wire::Aeth& a);
 
-}  // namespace rocelab::tools
+}  // namespace rocelab::decode

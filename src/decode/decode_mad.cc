@@ -1,13 +1,13 @@
-#include "tools/decode_mad.h"
+#include "decode/decode_mad.h"
 
 #include <variant>
 
-#include "tools/decode_format.h"
-#include "tools/json_line.h"
+#include "decode/decode_format.h"
+#include "decode/json_line.h"
 #include "wire/cm_mad.h"
 #include "wire/cma_hdr.h"
 
-namespace rocelab::tools {
+namespace rocelab::decode {
 
 namespace {
 
@@ -210,4 +210,4 @@ std::string mad_json(std::span<const std::byte> mad) {
   return j.done();
 }
 
-}  // namespace rocelab::tools
+}  // namespace rocelab::decode

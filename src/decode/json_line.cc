@@ -1,8 +1,8 @@
-#include "tools/json_line.h"
+#include "decode/json_line.h"
 
 #include <cstdio>
 
-namespace rocelab::tools {
+namespace rocelab::decode {
 namespace {
 
 // Length of the valid UTF-8 sequence starting at s[i], or 0 (RFC 3629 §4).
@@ -60,4 +60,4 @@ void append_json_string(std::string& out, std::string_view s) {
   out += '"';
 }
 
-}  // namespace rocelab::tools
+}  // namespace rocelab::decode

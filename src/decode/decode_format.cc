@@ -1,12 +1,12 @@
-#include "tools/decode_format.h"
+#include "decode/decode_format.h"
 
 #include <cstdio>
 
-#include "tools/decode_mad.h"
-#include "tools/json_line.h"
+#include "decode/decode_mad.h"
+#include "decode/json_line.h"
 #include "wire/gsi.h"
 
-namespace rocelab::tools {
+namespace rocelab::decode {
 
 using wire::Hdr;
 
@@ -231,4 +231,4 @@ std::string malformed_json(const FrameRef& f, const Malformed& m) {
   return j.done();
 }
 
-}  // namespace rocelab::tools
+}  // namespace rocelab::decode

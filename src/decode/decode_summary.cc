@@ -1,10 +1,10 @@
-#include "tools/decode_summary.h"
+#include "decode/decode_summary.h"
 
 #include <cstdio>
 
-#include "tools/json_line.h"
+#include "decode/json_line.h"
 
-namespace rocelab::tools {
+namespace rocelab::decode {
 
 using wire::OpClass;
 
@@ -135,4 +135,4 @@ std::vector<std::string> Summary::json() {
   return out;
 }
 
-}  // namespace rocelab::tools
+}  // namespace rocelab::decode

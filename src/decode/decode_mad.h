@@ -7,7 +7,7 @@
 #include <span>
 #include <string>
 
-namespace rocelab::tools {
+namespace rocelab::decode {
 
 // " CM ConnectRequest(REQ) TID=0x... comm=0x... service=0x...(TCP port 7174) ..."
 // (with a leading space, to follow the packet's own fields).
@@ -15,4 +15,4 @@ std::string mad_text(std::span<const std::byte> mad);
 // A JSON object for the "mad" key of a packet line.
 std::string mad_json(std::span<const std::byte> mad);
 
-}  // namespace rocelab::tools
+}  // namespace rocelab::decode

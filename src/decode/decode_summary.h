@@ -12,11 +12,11 @@
 #include <unordered_set>
 #include <vector>
 
-#include "tools/decode_format.h"
+#include "decode/decode_format.h"
 #include "trace/check.h"
 #include "wire/packet.h"
 
-namespace rocelab::tools {
+namespace rocelab::decode {
 
 struct SpaceStats {
   std::string transport;
@@ -50,4 +50,4 @@ class Summary {
   uint64_t number_ = 0;
 };
 
-}  // namespace rocelab::tools
+}  // namespace rocelab::decode
