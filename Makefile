@@ -1,16 +1,21 @@
 # rocelab — two commands do all set-up on a fresh Debian 12 machine (as root):
 #   make demo   install what is missing, build, run the demo
 #   make test   install what is missing, build, run the test suite (plain, then ASan+UBSan)
-# Other targets: build, build-asan, bench, interop, clean.
+# Other targets: build, build-asan, bench, interop, fuzz, clean.
 
 DEB_PACKAGES := build-essential cmake ninja-build pkg-config libboost-dev libpcap-dev \
                 libprotobuf-dev protobuf-compiler libcli11-dev libgtest-dev \
                 tshark python3-scapy libibverbs-dev ibverbs-utils perftest rdmacm-utils \
-                iproute2 iperf3 sockperf graphviz chromium libbenchmark-dev
+                iproute2 iperf3 sockperf graphviz chromium libbenchmark-dev clang-14 libclang-rt-14-dev
 JOBS  ?= $(shell nproc)
 CTEST_ARGS ?=
 
-.PHONY: all deps build build-asan test test-plain test-asan demo bench interop clean
+# Fuzzing (docs/security.md): every target runs FUZZ_SECONDS (make fuzz) or
+# FUZZ_SMOKE_SECONDS (the smoke run that `make test` includes).
+FUZZ_SECONDS ?= 60
+FUZZ_SMOKE_SECONDS ?= 3
+
+.PHONY: all deps build build-asan build-fuzz test test-plain test-asan fuzz fuzz-smoke demo bench interop clean
 
 all: build
 
@@ -44,9 +49,22 @@ test-asan: build-asan
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS) -LE noasan $(CTEST_ARGS)
 
+# The fuzz targets with libFuzzer, ASan and UBSan (clang; tests/fuzz).
+build-fuzz: deps
+	cmake -S . -B build-fuzz -G Ninja -DROCELAB_WERROR=ON -DROCELAB_FUZZ=ON \
+	      -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 >/dev/null
+	cmake --build build-fuzz -j $(JOBS) --target fuzzers
+
+fuzz: build-fuzz
+	bash tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
+
+# A few seconds per target: catches a harness that broke, not deep bugs.
+fuzz-smoke: build-fuzz
+	bash tests/fuzz/run.sh build-fuzz $(FUZZ_SMOKE_SECONDS)
+
 # Tests labelled "external" read ../shared (real NICs' captures, Linux's QP
 # table), which a user's clone does not have: there they are skipped, by name.
-test: test-plain test-asan
+test: test-plain test-asan fuzz-smoke
 	@[ -d ../shared ] || echo "note: ../shared is absent: the tests labelled 'external' were skipped (listed above as Skipped)"
 
 demo: build
@@ -62,4 +80,4 @@ interop: build
 	bash tools/interop.sh $(ROWS)
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz
