@@ -42,6 +42,12 @@ std::error_code Device::dereg_mr(Mr* m) {
   if (mr->bound_mws > 0) return errc(EBUSY);  // ibv_dereg_mr(3): windows still bound to it
   e.mr_by_key.erase(mr->key);
   mr->pd->users--;
+  // A WRITE in progress into this MR (FIRST seen, MIDDLE/LAST to come) must
+  // not continue into memory that is no longer registered: its next packet
+  // finds no MR and is a remote access error (responder.cc, "MR gone").
+  for (const auto& qp : e.qps) {
+    if (qp->resp.mr == mr) qp->resp.mr = nullptr;
+  }
   for (auto it = e.mrs.begin(); it != e.mrs.end(); ++it) {
     if (it->get() == mr) {
       e.mrs.erase(it);
