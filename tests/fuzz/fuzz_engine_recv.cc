@@ -66,7 +66,7 @@ std::vector<Rec> parse(const uint8_t* d, size_t n) {
     r.qp = d[i + 1];
     size_t len = (size_t{d[i + 2]} << 8) | d[i + 3];
     i += fuzz::kRecHeader;
-    if ((r.kind & 3) == fuzz::kRecTime) len = 0;
+    if ((r.kind & 3) >= fuzz::kRecLocal) len = 0;
     len = std::min(len, n - i);
     r.bytes.assign(d + i, d + i + len);
     i += len;
@@ -78,7 +78,7 @@ std::vector<Rec> parse(const uint8_t* d, size_t n) {
 size_t serialize(const std::vector<Rec>& recs, uint8_t* d, size_t max) {
   size_t i = 0;
   for (const Rec& r : recs) {
-    const size_t len = (r.kind & 3) == fuzz::kRecTime ? 0 : std::min<size_t>(r.bytes.size(), 0xFFFF);
+    const size_t len = (r.kind & 3) >= fuzz::kRecLocal ? 0 : std::min<size_t>(r.bytes.size(), 0xFFFF);
     if (i + fuzz::kRecHeader + len > max) break;
     d[i] = r.kind;
     d[i + 1] = r.qp;
@@ -231,7 +231,7 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max
     const size_t orig = std::clamp<size_t>(r.bytes.size(), 1, cap);
     r.bytes.resize(cap);
     r.bytes.resize(LLVMFuzzerMutate(r.bytes.data(), orig, cap));
-    if ((r.kind & 3) == fuzz::kRecTime) r.kind = fuzz::kRecPacket;
+    if ((r.kind & 3) >= fuzz::kRecLocal) r.kind = fuzz::kRecPacket;
   } else if (op == 7) {  // the PSN (BTH bytes 9-11) one step from where it was
     Rec& r = recs[rng() % recs.size()];
     if (r.bytes.size() >= wire::kBthLen) {
@@ -241,8 +241,11 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max
       r.bytes[10] = static_cast<uint8_t>(psn >> 8);
       r.bytes[11] = static_cast<uint8_t>(psn);
     }
-  } else if (op == 8) {  // time passes, or a record is duplicated
-    if (rng() % 2) {
+  } else if (op == 8) {  // time passes, the victim acts, or a record is duplicated
+    if (rng() % 4 == 0) {
+      recs.insert(recs.begin() + static_cast<long>(rng() % (recs.size() + 1)),
+                  Rec{fuzz::kRecLocal, static_cast<uint8_t>(rng()), {}});
+    } else if (rng() % 2) {
       recs.insert(recs.begin() + static_cast<long>(rng() % (recs.size() + 1)),
                   Rec{fuzz::kRecTime, static_cast<uint8_t>(rng() % 32), {}});
     } else {

@@ -188,6 +188,15 @@ void engine_recv() {
           rec(i, roce_bytes(headers_for(0x14, q.qpn, 0, rw, rw_va + 16), 0)));
     }
   }
+  // A WRITE whose MR the victim deregisters between FIRST and LAST (QP 1).
+  {
+    const fuzz::QpInfo& q = v.qps()[1];
+    wire::RoceHeaders first = headers_for(0x06, q.qpn, 0, rw, rw_va);
+    first.reth.dma_len = 2048;
+    put("engine_recv", "qp1-write-dereg-mid-message",
+        cat({rec(1, roce_bytes(first, 1024)), std::vector<uint8_t>{fuzz::kRecLocal, 0, 0, 0},
+             rec(1, roce_bytes(headers_for(0x08, q.qpn, 1, rw, rw_va), 1024))}));
+  }
   // Responses to QP 0's outstanding SEND (PSN 0), WRITE (1), READ (2, two
   // packets of 1024 and 976 bytes), FETCH_ADD (4), CMP_SWP (5).
   const uint32_t q0 = v.qps()[0].qpn;

@@ -92,7 +92,7 @@ Victim::Victim() {
     mr_infos_.push_back({mr->rkey(), mr->iova(), static_cast<uint32_t>(mr->length())});
     return mr;
   };
-  reg(pd, kRw, 0x10000, kAllRemote);
+  rw_mr_ = reg(pd, kRw, 0x10000, kAllRemote);
   // Near the top of the 64-bit space: ranges that wrap are one step away.
   reg(pd, kRo, 0xFFFFFFFFFFFFE000ull, kRemoteRead);
   reg(pd, kLocal, a.addr(kLocal), kLocalWrite);
@@ -262,6 +262,21 @@ void Victim::send(uint8_t kind, uint8_t qp, std::span<const uint8_t> bytes) {
   pump();
 }
 
+void Victim::local(uint8_t what) {
+  if (what % 2 == 0) {
+    if (rw_mr_ == nullptr) return;
+    if (dev_->dereg_mr(rw_mr_)) die("dereg_mr");
+    rw_mr_ = nullptr;
+    Arena& a = arena();
+    rw_at_dereg_.assign(a.at(kRw), a.at(kRw) + kRegionLen[kRw]);
+  } else {
+    QpAttr at;
+    at.qp_state = QpState::kErr;
+    (void)qp_objs_[(what / 2) % qp_objs_.size()]->modify(at, qp_attr::kState);
+  }
+  pump();
+}
+
 void Victim::run(std::span<const uint8_t> in) {
   while (in.size() >= kRecHeader) {
     const uint8_t kind = in[0], qp = in[1];
@@ -269,6 +284,10 @@ void Victim::run(std::span<const uint8_t> in) {
     in = in.subspan(kRecHeader);
     if ((kind & 3) == kRecTime) {
       advance(Nanos(int64_t{1} << (qp % 32)));
+      continue;
+    }
+    if ((kind & 3) == kRecLocal) {
+      local(qp);
       continue;
     }
     if (len > in.size() || len > scratch_.size()) return;
@@ -288,6 +307,15 @@ std::byte& Victim::arena_byte(size_t offset) { return arena().mem.at(offset); }
 
 void Victim::check_memory() const {
   Arena& a = arena();
+  if (rw_mr_ == nullptr && !rw_at_dereg_.empty()) {
+    for (size_t i = 0; i < kRegionLen[kRw]; ++i) {
+      if (a.at(kRw)[i] != rw_at_dereg_[i]) {
+        std::fprintf(stderr, "byte %zu of the %s changed after it was deregistered\n", i,
+                     kRegionNames[kRw]);
+        std::abort();
+      }
+    }
+  }
   size_t prev_end = 0;
   for (int r = 0; r <= kNumRegions; ++r) {
     const size_t start = r < kNumRegions ? a.off[r] : a.size;

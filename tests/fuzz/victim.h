@@ -15,7 +15,7 @@
 //
 // Input format (records, one after another; a record cut short ends the input):
 //   kind (1 byte):
-//     bits 0-1  0, 1, 2: a packet; 3: time passes (see below)
+//     bits 0-1  0, 1: a packet; 2: the victim acts locally; 3: time passes
 //     bit 2     keep the ICRC as given (default: the harness computes it)
 //     bit 3     keep the destination QPN (default: the QPN of QP `qp`)
 //     bits 4-5  source: 0 the connected peer, 1 a stranger (another address),
@@ -24,6 +24,10 @@
 //   len (2 bytes, big-endian), then len bytes: the UDP payload (BTH .. ICRC)
 //   For kind 3 the qp byte is the exponent e: the clock advances 2^(e%32) ns
 //   (timers fire: retransmits, RNR waits, ACK coalescing) and len = 0.
+//   For kind 2 (len = 0) the qp byte says what the victim does: even, it
+//   deregisters the remote-write MR (from then on not one of its bytes may
+//   change: a WRITE under way must not continue into it); odd, it moves QP
+//   (byte / 2) to ERR (flushing its receives).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -36,7 +40,7 @@
 
 namespace rocelab::fuzz {
 
-inline constexpr uint8_t kRecPacket = 0, kRecTime = 3;
+inline constexpr uint8_t kRecPacket = 0, kRecLocal = 2, kRecTime = 3;
 inline constexpr uint8_t kKeepIcrc = 1u << 2, kKeepQpn = 1u << 3;
 inline constexpr size_t kRecHeader = 4;
 
@@ -82,6 +86,7 @@ class Victim {
   void send(uint8_t kind, uint8_t qp, std::span<const uint8_t> bytes);
   void pump();
   void advance(emu::Nanos dt);
+  void local(uint8_t what);
 
   emu::SimFabric fabric_;
   std::unique_ptr<emu::Transport> peer_, stranger_;
@@ -91,6 +96,8 @@ class Victim {
   std::vector<QpInfo> qps_;
   std::vector<MrInfo> mr_infos_;
   std::vector<uint8_t> scratch_;
+  emu::Mr* rw_mr_ = nullptr;           // nullptr once deregistered
+  std::vector<std::byte> rw_at_dereg_;  // its bytes when it was deregistered
 };
 
 }  // namespace rocelab::fuzz

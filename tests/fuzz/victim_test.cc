@@ -14,14 +14,15 @@ namespace {
 
 constexpr size_t kGuard = 64, kRwStart = kGuard, kRoStart = kGuard + 4096 + kGuard;
 
-// One record: a WRITE Only of `payload` to QP index 1 (RC, RTR, all remote access).
-std::vector<uint8_t> write_only(uint32_t rkey, uint64_t va, const std::vector<uint8_t>& payload,
-                                uint8_t qp = 1) {
+// One record: a WRITE packet (opcode) with `payload` to QP index qp (1: RC,
+// RTR, all remote access); the RETH, when the opcode has one, says dma_len.
+std::vector<uint8_t> write_pkt(uint8_t opcode, uint32_t psn, uint32_t rkey, uint64_t va, uint32_t dma_len,
+                               const std::vector<uint8_t>& payload, uint8_t qp = 1) {
   wire::RoceHeaders h;
-  h.bth.opcode = 0x0A;  // RC RDMA WRITE Only
-  h.bth.psn = wire::Psn(0);
+  h.bth.opcode = opcode;
+  h.bth.psn = wire::Psn(psn);
   h.bth.ack_req = true;
-  h.reth = {va, rkey, static_cast<uint32_t>(payload.size())};
+  h.reth = {va, rkey, dma_len};
   std::vector<std::byte> out(wire::kMaxRoceLen);
   auto n = wire::encode_roce(out, h,
                              std::span<const std::byte>(reinterpret_cast<const std::byte*>(payload.data()),
@@ -30,6 +31,12 @@ std::vector<uint8_t> write_only(uint32_t rkey, uint64_t va, const std::vector<ui
   std::vector<uint8_t> rec{kRecPacket, qp, static_cast<uint8_t>(*n >> 8), static_cast<uint8_t>(*n)};
   for (size_t i = 0; i < *n; ++i) rec.push_back(static_cast<uint8_t>(out[i]));
   return rec;
+}
+
+// A WRITE Only (RC) of `payload`.
+std::vector<uint8_t> write_only(uint32_t rkey, uint64_t va, const std::vector<uint8_t>& payload,
+                                uint8_t qp = 1) {
+  return write_pkt(0x0A, 0, rkey, va, static_cast<uint32_t>(payload.size()), payload, qp);
 }
 
 const std::vector<uint8_t> kPayload{0xEE, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07,
@@ -63,6 +70,20 @@ TEST(FuzzVictim, WriteWithoutRightsChangesNothing) {
   for (const auto r : {Victim::kRw, Victim::kRo, Victim::kOtherPd, Victim::kStale})
     EXPECT_EQ(Victim::bytes_changed(r), 0u) << "region " << r;
   v.check_memory();
+}
+
+// The finding of tests/emu/hostile_test.cc, as the fuzzer's victim sees it.
+TEST(FuzzVictim, WriteAfterDeregChangesNothingMore) {
+  Victim v;
+  const MrInfo& rw = v.mrs()[Victim::kRw];
+  std::vector<uint8_t> in = write_pkt(0x06, 0, rw.rkey, rw.iova, 2048, std::vector<uint8_t>(1024, 0xAA));
+  in.insert(in.end(), {kRecLocal, 0, 0, 0});  // the victim deregisters the MR
+  const auto last = write_pkt(0x08, 1, 0, 0, 0, std::vector<uint8_t>(1024, 0xBB));
+  in.insert(in.end(), last.begin(), last.end());
+  v.run(in);
+  for (size_t i = 0; i < 1024; ++i)  // the FIRST packet landed
+    ASSERT_EQ(static_cast<uint8_t>(Victim::arena_byte(kRwStart + i)), 0xAA) << i;
+  v.check_memory();  // aborts if a byte of the MR changed after its deregistration
 }
 
 TEST(FuzzVictimDeathTest, MemoryCheckCatchesAGuardByte) {
