@@ -1,0 +1,191 @@
+// An attacker on real UDP (issue #15 item 2, first part): a victim device on a
+// UdpTransport (127.0.0.x, its helper thread running as under `rocelab run`),
+// and an attacker socket on another loopback address — the address the
+// victim's QP is connected to — sending RoCEv2 requests built with src/wire's
+// encoder. Each refused request gets the NAK the IBTA prescribes (C9-88 ff:
+// remote access error for R_Key, range and MR access faults; invalid request
+// for a misaligned atomic), the QP goes to ERR, and the victim's memory is
+// byte for byte what it was.
+#include <gtest/gtest.h>
+#include <poll.h>
+
+#include <array>
+#include <boost/asio.hpp>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "emu/connect.h"
+#include "emu/device.h"
+#include "emu/transport/udp_transport.h"
+#include "wire/icrc.h"
+#include "wire/packet.h"
+
+namespace rocelab::emu {
+namespace {
+
+namespace asio = boost::asio;
+constexpr uint32_t kPeerQpn = 0x456;
+constexpr size_t kGuard = 64, kLen = 4096;
+enum Region { kRw, kRo, kWo, kStale, kNumRegions };
+
+class AttackerUdpTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto rx = allocate_loopback_address(150);
+    ASSERT_TRUE(rx.ok());
+    auto t = UdpTransport::open(std::move(*rx));
+    ASSERT_TRUE(t.ok());
+    victim_addr_ = (*t)->local_address();
+    DeviceConfig cfg;
+    cfg.helper_thread = true;
+    auto dev = Device::create(std::move(*t), cfg);
+    ASSERT_TRUE(dev.ok());
+    dev_ = std::move(*dev);
+    // The attacker: UDP port 4791 on another loopback address, through Asio.
+    auto arx = allocate_loopback_address(150);
+    ASSERT_TRUE(arx.ok());
+    attacker_addr_ = arx->address();
+    sock_.assign(asio::ip::udp::v4(), arx->release());
+
+    pd_ = *dev_->alloc_pd();
+    cq_ = *dev_->create_cq(64, nullptr, 0);
+    mem_.resize(kGuard + kNumRegions * (kLen + kGuard));
+    for (size_t i = 0; i < mem_.size(); ++i) mem_[i] = std::byte(static_cast<uint8_t>(i * 37 + 1));
+    using namespace access;
+    mrs_[kRw] = *dev_->reg_mr(pd_, region(kRw), kLen, 0x10000,
+                              kLocalWrite | kRemoteWrite | kRemoteRead | kRemoteAtomic);
+    mrs_[kRo] = *dev_->reg_mr(pd_, region(kRo), kLen, 0x20000, kRemoteRead);
+    mrs_[kWo] = *dev_->reg_mr(pd_, region(kWo), kLen, 0x30000, kLocalWrite | kRemoteWrite);
+    mrs_[kStale] = *dev_->reg_mr(pd_, region(kStale), kLen, 0x40000, kLocalWrite | kRemoteWrite);
+    for (int r = 0; r < kNumRegions; ++r) rkey_[r] = mrs_[r]->rkey();
+    ASSERT_FALSE(dev_->dereg_mr(mrs_[kStale]));
+    before_ = mem_;
+
+    QpInitAttr ia;
+    ia.send_cq = cq_;
+    ia.recv_cq = cq_;
+    ia.qp_type = QpType::kRC;
+    ia.cap = {8, 8, 1, 1, 0};
+    qp_ = *dev_->create_qp(pd_, ia);
+    ConnectOptions o;
+    ASSERT_FALSE(qp_to_init(*qp_, o));
+    ASSERT_FALSE(qp_to_rtr(*qp_, attacker_addr_.gid(), kPeerQpn, 0, o));
+    ASSERT_FALSE(qp_to_rts(*qp_, 0, o));
+  }
+
+  std::byte* region(int r) { return mem_.data() + kGuard + static_cast<size_t>(r) * (kLen + kGuard); }
+
+  // Sends one request (PSN 0, AckReq) from the attacker's address with a
+  // correct ICRC; returns the victim's reply, if one comes within 2 s.
+  std::optional<wire::RoceHeaders> exchange(wire::RoceHeaders h, size_t payload_len) {
+    h.bth.dest_qpn = wire::Qpn(qp_->qp_num());
+    h.bth.psn = wire::Psn(0);
+    h.bth.ack_req = true;
+    std::vector<std::byte> payload(payload_len, std::byte{0xEE});
+    std::vector<std::byte> buf(wire::kMaxRoceLen);
+    auto n = wire::encode_roce(buf, h, payload);
+    EXPECT_TRUE(n.ok());
+    if (!n) return std::nullopt;
+    buf.resize(*n);
+    wire::IpUdpInfo ip;
+    ip.src = attacker_addr_;
+    ip.dst = victim_addr_;
+    ip.sport = wire::kRoceV2Port;  // the attacker's socket is bound to 4791
+    std::array<std::byte, wire::kIpv4HeaderLen + wire::kUdpHeaderLen> hdr{};
+    wire::write_ip_udp(hdr.data(), ip, buf.size());
+    wire::IcrcAccumulator acc(hdr.data(), wire::kIpv4HeaderLen, buf.data());
+    acc.add(std::span<const std::byte>(buf).subspan(wire::kBthLen, buf.size() - wire::kBthLen - wire::kIcrcLen));
+    for (int i = 0; i < 4; ++i) buf[buf.size() - 4 + i] = std::byte(static_cast<uint8_t>(acc.value() >> (8 * i)));
+    const asio::ip::udp::endpoint to(asio::ip::make_address_v4(victim_addr_.v4_u32()), wire::kRoceV2Port);
+    sock_.send_to(asio::buffer(buf.data(), buf.size()), to);
+    pollfd p{sock_.native_handle(), POLLIN, 0};
+    if (::poll(&p, 1, 2000) != 1) return std::nullopt;
+    std::array<std::byte, 2048> in{};
+    asio::ip::udp::endpoint from;
+    const size_t got = sock_.receive_from(asio::buffer(in.data(), in.size()), from);
+    auto pkt = wire::parse_roce(std::span<const std::byte>(in.data(), got));
+    EXPECT_TRUE(pkt.ok());
+    if (!pkt) return std::nullopt;
+    return pkt->hdr;
+  }
+
+  // A refused request: NAK `syndrome` for PSN 0, QP in ERR, memory untouched.
+  void expect_refused(const wire::RoceHeaders& h, size_t payload_len, uint8_t syndrome) {
+    const uint64_t rcvd = dev_->counters().rcvd_pkts;
+    auto reply = exchange(h, payload_len);
+    ASSERT_TRUE(reply.has_value()) << "no reply from the victim";
+    EXPECT_EQ(reply->bth.opcode, 0x11);  // Acknowledge, carrying the NAK
+    EXPECT_EQ(reply->aeth.syndrome, syndrome);
+    EXPECT_EQ(reply->bth.psn.value(), 0u);
+    EXPECT_EQ(dev_->counters().rcvd_pkts, rcvd + 1);
+    EXPECT_EQ(qp_->state(), QpState::kErr);
+    for (size_t i = 0; i < mem_.size(); ++i) ASSERT_EQ(mem_[i], before_[i]) << "byte " << i << " changed";
+  }
+
+  static wire::RoceHeaders rdma(uint8_t opcode, uint32_t rkey, uint64_t va, uint32_t len) {
+    wire::RoceHeaders h;
+    h.bth.opcode = opcode;
+    h.reth = {va, rkey, len};
+    h.atomic_eth = {va, rkey, 1, 0};
+    return h;
+  }
+
+  static constexpr uint8_t kWriteOnly = 0x0A, kReadRequest = 0x0C, kFetchAdd = 0x14;
+  static constexpr uint8_t kNakInvalidRequest = 0x61, kNakRemoteAccess = 0x62;
+
+  asio::io_context io_;
+  asio::ip::udp::socket sock_{io_};
+  wire::IpAddr victim_addr_, attacker_addr_;
+  std::unique_ptr<Device> dev_;
+  Pd* pd_ = nullptr;
+  Cq* cq_ = nullptr;
+  Qp* qp_ = nullptr;
+  std::vector<std::byte> mem_, before_;
+  std::array<Mr*, kNumRegions> mrs_{};
+  std::array<uint32_t, kNumRegions> rkey_{};
+};
+
+TEST_F(AttackerUdpTest, ValidWriteLands) {  // the control: the attack path works
+  auto reply = exchange(rdma(kWriteOnly, rkey_[kRw], 0x10000 + 8, 16), 16);
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->aeth.syndrome & 0x60, 0);  // an ACK
+  for (size_t i = 0; i < 16; ++i) EXPECT_EQ(region(kRw)[8 + i], std::byte{0xEE});
+  EXPECT_EQ(qp_->state(), QpState::kRts);
+}
+
+TEST_F(AttackerUdpTest, GuessedRkey) {
+  expect_refused(rdma(kWriteOnly, rkey_[kRw] ^ 0x100, 0x10000, 16), 16, kNakRemoteAccess);
+}
+
+TEST_F(AttackerUdpTest, StaleRkey) {
+  expect_refused(rdma(kWriteOnly, rkey_[kStale], 0x40000, 16), 16, kNakRemoteAccess);
+}
+
+TEST_F(AttackerUdpTest, RangeWrappingPast2To64) {
+  expect_refused(rdma(kWriteOnly, rkey_[kRw], ~uint64_t{0} - 7, 16), 16, kNakRemoteAccess);
+}
+
+TEST_F(AttackerUdpTest, LengthBeyondTheMr) {
+  expect_refused(rdma(kWriteOnly, rkey_[kRw], 0x10000 + kLen - 8, 16), 16, kNakRemoteAccess);
+}
+
+TEST_F(AttackerUdpTest, WriteWithoutRemoteWrite) {
+  expect_refused(rdma(kWriteOnly, rkey_[kRo], 0x20000, 16), 16, kNakRemoteAccess);
+}
+
+TEST_F(AttackerUdpTest, ReadWithoutRemoteRead) {
+  expect_refused(rdma(kReadRequest, rkey_[kWo], 0x30000, 64), 0, kNakRemoteAccess);
+}
+
+TEST_F(AttackerUdpTest, MisalignedAtomic) {
+  expect_refused(rdma(kFetchAdd, rkey_[kRw], 0x10000 + 4, 8), 0, kNakInvalidRequest);
+}
+
+TEST_F(AttackerUdpTest, AtomicOutOfRange) {
+  expect_refused(rdma(kFetchAdd, rkey_[kRw], 0x10000 + kLen, 8), 0, kNakRemoteAccess);
+}
+
+}  // namespace
+}  // namespace rocelab::emu
