@@ -8,6 +8,7 @@
 // byte for byte what it was.
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <unistd.h>
 
 #include <array>
 #include <boost/asio.hpp>
@@ -111,6 +112,69 @@ class AttackerUdpTest : public ::testing::Test {
     return pkt->hdr;
   }
 
+  // Sends one packet (correct ICRC) from `from` (default: the attacker's
+  // socket, the address the QP is connected to) and does not wait.
+  void send_raw(wire::RoceHeaders h, size_t payload_len, asio::ip::udp::socket* from = nullptr,
+                const wire::IpAddr* from_addr = nullptr) {
+    std::vector<std::byte> payload(payload_len, std::byte{0xEE});
+    std::vector<std::byte> buf(wire::kMaxRoceLen);
+    auto n = wire::encode_roce(buf, h, payload);
+    ASSERT_TRUE(n.ok());
+    buf.resize(*n);
+    wire::IpUdpInfo ip;
+    ip.src = from_addr ? *from_addr : attacker_addr_;
+    ip.dst = victim_addr_;
+    ip.sport = wire::kRoceV2Port;
+    std::array<std::byte, wire::kIpv4HeaderLen + wire::kUdpHeaderLen> hdr{};
+    wire::write_ip_udp(hdr.data(), ip, buf.size());
+    wire::IcrcAccumulator acc(hdr.data(), wire::kIpv4HeaderLen, buf.data());
+    acc.add(std::span<const std::byte>(buf).subspan(wire::kBthLen, buf.size() - wire::kBthLen - wire::kIcrcLen));
+    for (int i = 0; i < 4; ++i) buf[buf.size() - 4 + i] = std::byte(static_cast<uint8_t>(acc.value() >> (8 * i)));
+    const asio::ip::udp::endpoint to(asio::ip::make_address_v4(victim_addr_.v4_u32()), wire::kRoceV2Port);
+    (from ? *from : sock_).send_to(asio::buffer(buf.data(), buf.size()), to);
+  }
+
+  // The victim's reply on `sock` within ms, if any.
+  std::optional<wire::RoceHeaders> reply_on(asio::ip::udp::socket& sock, int ms) {
+    pollfd p{sock.native_handle(), POLLIN, 0};
+    if (::poll(&p, 1, ms) != 1) return std::nullopt;
+    std::array<std::byte, 2048> in{};
+    asio::ip::udp::endpoint from;
+    const size_t got = sock.receive_from(asio::buffer(in.data(), in.size()), from);
+    auto pkt = wire::parse_roce(std::span<const std::byte>(in.data(), got));
+    if (!pkt) return std::nullopt;
+    return pkt->hdr;
+  }
+
+  // Polls until the device counter `c` has grown past `was` (at most 2 s).
+  bool counted(uint64_t Counters::*c, uint64_t was) {
+    for (int i = 0; i < 400; ++i) {
+      if (dev_->counters().*c > was) return true;
+      ::usleep(5000);
+    }
+    return false;
+  }
+
+  // The transfer goes on: a valid WRITE at `psn` lands and is ACKed, the QP in RTS.
+  void expect_transfer_unaffected(uint32_t psn) {
+    wire::RoceHeaders h = rdma(kWriteOnly, rkey_[kRw], 0x10000 + 8, 16);
+    h.bth.dest_qpn = wire::Qpn(qp_->qp_num());
+    h.bth.psn = wire::Psn(psn);
+    h.bth.ack_req = true;
+    send_raw(h, 16);
+    auto reply = reply_on(sock_, 2000);
+    ASSERT_TRUE(reply.has_value()) << "the valid WRITE after the attack got no reply";
+    EXPECT_EQ(reply->aeth.syndrome & 0x60, 0) << "not an ACK: syndrome " << int(reply->aeth.syndrome);
+    EXPECT_EQ(reply->bth.psn.value(), psn);
+    for (size_t i = 0; i < 16; ++i) EXPECT_EQ(region(kRw)[8 + i], std::byte{0xEE});
+    EXPECT_EQ(qp_->state(), QpState::kRts);
+  }
+
+  // The whole memory, guards and all, as it was.
+  void expect_memory_untouched() {
+    for (size_t i = 0; i < mem_.size(); ++i) ASSERT_EQ(mem_[i], before_[i]) << "byte " << i << " changed";
+  }
+
   // A refused request: NAK `syndrome` for PSN 0, QP in ERR, memory untouched.
   void expect_refused(const wire::RoceHeaders& h, size_t payload_len, uint8_t syndrome) {
     const uint64_t rcvd = dev_->counters().rcvd_pkts;
@@ -185,6 +249,113 @@ TEST_F(AttackerUdpTest, MisalignedAtomic) {
 
 TEST_F(AttackerUdpTest, AtomicOutOfRange) {
   expect_refused(rdma(kFetchAdd, rkey_[kRw], 0x10000 + kLen, 8), 0, kNakRemoteAccess);
+}
+
+// Packets the victim must drop (or answer without acting on them), count, and
+// forget: the connected QP's transfer goes on afterwards (issue #15 item 2,
+// second part).
+
+TEST_F(AttackerUdpTest, AnotherSourceAddressIsDroppedAndCounted) {
+  // A third host (another 127.0.0.x) sends a valid-looking WRITE to the QP.
+  auto rx = allocate_loopback_address(150);
+  ASSERT_TRUE(rx.ok());
+  const wire::IpAddr intruder = rx->address();
+  asio::ip::udp::socket other(io_);
+  other.assign(asio::ip::udp::v4(), rx->release());
+  wire::RoceHeaders h = rdma(kWriteOnly, rkey_[kRw], 0x10000 + 8, 16);
+  h.bth.dest_qpn = wire::Qpn(qp_->qp_num());
+  h.bth.ack_req = true;
+  const uint64_t was = dev_->counters().rcvd_hdr_err;
+  send_raw(h, 16, &other, &intruder);
+  EXPECT_TRUE(counted(&Counters::rcvd_hdr_err, was)) << "the drop is not counted";
+  EXPECT_FALSE(reply_on(other, 200).has_value()) << "the intruder got an answer";
+  expect_memory_untouched();
+  expect_transfer_unaffected(0);
+}
+
+TEST_F(AttackerUdpTest, AnotherPkeyIsDroppedAndCounted) {
+  wire::RoceHeaders h = rdma(kWriteOnly, rkey_[kRw], 0x10000 + 8, 16);
+  h.bth.dest_qpn = wire::Qpn(qp_->qp_num());
+  h.bth.ack_req = true;
+  h.bth.pkey = 0x7FFF;  // the limited-member default partition: not ours
+  const uint64_t was = dev_->counters().rcvd_hdr_err;
+  send_raw(h, 16);
+  EXPECT_TRUE(counted(&Counters::rcvd_hdr_err, was));
+  EXPECT_FALSE(reply_on(sock_, 200).has_value());
+  expect_memory_untouched();
+  expect_transfer_unaffected(0);
+}
+
+TEST_F(AttackerUdpTest, PsnsFarOutsideTheWindowChangeNothing) {
+  // Far ahead: an out-of-sequence request, answered at most by a PSN-sequence
+  // NAK naming PSN 0 (the one expected). Far behind: a duplicate (PSNs are
+  // compared modulo 2^24, half the space behind), answered at most by an ACK
+  // of PSN 0xFFFFFF, the last one done — nothing new is acknowledged.
+  const uint64_t was = dev_->counters().out_of_seq_request + dev_->counters().duplicate_request;
+  for (uint32_t psn : {0x400000u, 0x900000u, 0xFFFF00u}) {
+    wire::RoceHeaders h = rdma(kWriteOnly, rkey_[kRw], 0x10000 + 8, 16);
+    h.bth.dest_qpn = wire::Qpn(qp_->qp_num());
+    h.bth.psn = wire::Psn(psn);
+    h.bth.ack_req = true;
+    send_raw(h, 16);
+    if (auto reply = reply_on(sock_, 300)) {
+      const bool ahead = wire::Psn(psn).after(wire::Psn(0));
+      if (ahead) {
+        EXPECT_EQ(reply->aeth.syndrome, 0x60) << "PSN " << psn << ": only a PSN-sequence NAK may answer";
+        EXPECT_EQ(reply->bth.psn.value(), 0u);
+      } else {
+        EXPECT_EQ(reply->aeth.syndrome & 0x60, 0) << "PSN " << psn << ": a duplicate gets an ACK";
+        EXPECT_EQ(reply->bth.psn.value(), 0xFFFFFFu) << "PSN " << psn << ": the ACK names the last PSN done";
+      }
+    }
+  }
+  const Counters c = dev_->counters();
+  EXPECT_GT(c.out_of_seq_request + c.duplicate_request, was) << "nothing counted";
+  expect_memory_untouched();
+  expect_transfer_unaffected(0);
+}
+
+TEST_F(AttackerUdpTest, UdWithAnotherQkeyIsDroppedAndCounted) {
+  QpInitAttr ia;
+  ia.send_cq = cq_;
+  ia.recv_cq = cq_;
+  ia.qp_type = QpType::kUD;
+  ia.cap = {8, 8, 1, 1, 0};
+  Qp* ud = *dev_->create_qp(pd_, ia);
+  ConnectOptions o;  // Q_Key 0x11111111
+  ASSERT_FALSE(qp_to_init(*ud, o));
+  ASSERT_FALSE(qp_to_rtr(*ud, {}, 0, 0, o));
+  ASSERT_FALSE(qp_to_rts(*ud, 0, o));
+  Sge sge{0x10000 + 1024, 1024, mrs_[kRw]->lkey()};
+  RecvWr r;
+  r.wr_id = 77;
+  r.sg_list = std::span<const Sge>(&sge, 1);
+  size_t n = 0;
+  ASSERT_FALSE(ud->post_recv(std::span<const RecvWr>(&r, 1), &n));
+  auto datagram = [&](uint32_t qkey) {
+    wire::RoceHeaders h;
+    h.bth.opcode = 0x64;  // UD SEND Only
+    h.bth.dest_qpn = wire::Qpn(ud->qp_num());
+    h.deth = {qkey, wire::Qpn(0x222)};
+    send_raw(h, 32);
+  };
+  const uint64_t was = dev_->counters().qkey_viol;
+  datagram(0x22222222);
+  EXPECT_TRUE(counted(&Counters::qkey_viol, was)) << "the wrong Q_Key is not counted";
+  Wc wc;
+  ::usleep(50000);
+  EXPECT_EQ(cq_->poll(std::span<Wc>(&wc, 1)), 0) << "the receive was consumed by a wrong Q_Key";
+  expect_memory_untouched();
+  datagram(0x11111111);  // the right one is delivered to the receive still posted
+  int got = 0;
+  for (int i = 0; i < 400 && got == 0; ++i) {
+    got = cq_->poll(std::span<Wc>(&wc, 1));
+    if (got == 0) ::usleep(5000);
+  }
+  ASSERT_EQ(got, 1);
+  EXPECT_EQ(wc.wr_id, 77u);
+  EXPECT_EQ(wc.status, WcStatus::kSuccess);
+  EXPECT_EQ(wc.byte_len, 32u + 40u);  // the payload behind the 40-byte GRH
 }
 
 }  // namespace
