@@ -84,32 +84,8 @@ class AttackerUdpTest : public ::testing::Test {
     h.bth.dest_qpn = wire::Qpn(qp_->qp_num());
     h.bth.psn = wire::Psn(0);
     h.bth.ack_req = true;
-    std::vector<std::byte> payload(payload_len, std::byte{0xEE});
-    std::vector<std::byte> buf(wire::kMaxRoceLen);
-    auto n = wire::encode_roce(buf, h, payload);
-    EXPECT_TRUE(n.ok());
-    if (!n) return std::nullopt;
-    buf.resize(*n);
-    wire::IpUdpInfo ip;
-    ip.src = attacker_addr_;
-    ip.dst = victim_addr_;
-    ip.sport = wire::kRoceV2Port;  // the attacker's socket is bound to 4791
-    std::array<std::byte, wire::kIpv4HeaderLen + wire::kUdpHeaderLen> hdr{};
-    wire::write_ip_udp(hdr.data(), ip, buf.size());
-    wire::IcrcAccumulator acc(hdr.data(), wire::kIpv4HeaderLen, buf.data());
-    acc.add(std::span<const std::byte>(buf).subspan(wire::kBthLen, buf.size() - wire::kBthLen - wire::kIcrcLen));
-    for (int i = 0; i < 4; ++i) buf[buf.size() - 4 + i] = std::byte(static_cast<uint8_t>(acc.value() >> (8 * i)));
-    const asio::ip::udp::endpoint to(asio::ip::make_address_v4(victim_addr_.v4_u32()), wire::kRoceV2Port);
-    sock_.send_to(asio::buffer(buf.data(), buf.size()), to);
-    pollfd p{sock_.native_handle(), POLLIN, 0};
-    if (::poll(&p, 1, 2000) != 1) return std::nullopt;
-    std::array<std::byte, 2048> in{};
-    asio::ip::udp::endpoint from;
-    const size_t got = sock_.receive_from(asio::buffer(in.data(), in.size()), from);
-    auto pkt = wire::parse_roce(std::span<const std::byte>(in.data(), got));
-    EXPECT_TRUE(pkt.ok());
-    if (!pkt) return std::nullopt;
-    return pkt->hdr;
+    send_raw(h, payload_len);
+    return reply_on(sock_, 2000);
   }
 
   // Sends one packet (correct ICRC) from `from` (default: the attacker's
