@@ -1,6 +1,7 @@
 # rocelab — two commands do all set-up on a fresh Debian 12 machine (as root):
 #   make demo   install what is missing, build, run the demo
-#   make test   install what is missing, build, run the test suite (plain, then ASan+UBSan)
+#   make test   install what is missing, build, run the test suite (plain, then ASan+UBSan, then a
+#               few seconds of each fuzzer)
 # Other targets: build, build-asan, bench, interop, fuzz, clean.
 
 DEB_PACKAGES := build-essential cmake ninja-build pkg-config libboost-dev libpcap-dev \
