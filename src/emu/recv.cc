@@ -145,6 +145,13 @@ void Device::Engine::receive(const Datagram& arrived) {
   // rxe: a connected QP takes packets only from the address of its path.
   if (qp->type_ != QpType::kUD && !(d.ip.src == qp->dst))
     return drop(qp, d, "source address", &Counters::rcvd_hdr_err);
+  // A response acknowledges only what was sent. One naming a PSN at or after
+  // the next PSN the requester has never used is a ghost (forged, or from an
+  // older incarnation of the connection): since a response beyond a WQE
+  // completes it implicitly, it would complete every outstanding SEND and
+  // WRITE. (req.next_psn only moves forward: retries resend below it.)
+  if (!is_request && qp->type_ == QpType::kRC && !pkt.hdr.bth.psn.before(qp->req.next_psn))
+    return drop(qp, d, "response for a PSN never sent", &Counters::rcvd_hdr_err);
   counters.rcvd_pkts++;
   qp->ctr.rcvd_pkts++;
   if (logging()) {

@@ -334,5 +334,48 @@ TEST_F(AttackerUdpTest, UdWithAnotherQkeyIsDroppedAndCounted) {
   EXPECT_EQ(wc.byte_len, 32u + 40u);  // the payload behind the 40-byte GRH
 }
 
+TEST_F(AttackerUdpTest, AnAckForAPsnNeverSentCompletesNothing) {
+  // The victim sends a SEND (PSN 0) to its peer's address, where the attacker
+  // sits; the attacker answers with an ACK "for" PSN 0x100, which was never
+  // sent. Such a ghost must not complete the SEND (an ACK beyond the last WQE
+  // acknowledges it implicitly, so without a check a forged ACK completes
+  // every outstanding SEND and WRITE); the true ACK for PSN 0 does.
+  Sge sge{0x10000, 32, mrs_[kRw]->lkey()};
+  SendWr wr;
+  wr.wr_id = 5;
+  wr.opcode = WrOpcode::kSend;
+  wr.sg_list = std::span<const Sge>(&sge, 1);
+  wr.send_flags = send_flags::kSignaled;
+  size_t n = 0;
+  ASSERT_FALSE(qp_->post_send(std::span<const SendWr>(&wr, 1), &n));
+  auto sent = reply_on(sock_, 2000);  // the SEND itself, as the attacker receives it
+  ASSERT_TRUE(sent.has_value());
+  ASSERT_EQ(sent->bth.psn.value(), 0u);
+  auto ack = [&](uint32_t psn) {
+    wire::RoceHeaders h;
+    h.bth.opcode = 0x11;  // RC Acknowledge
+    h.bth.dest_qpn = wire::Qpn(qp_->qp_num());
+    h.bth.psn = wire::Psn(psn);
+    h.aeth = wire::Aeth::ack(1);
+    send_raw(h, 0);
+  };
+  const uint64_t was = dev_->counters().rcvd_hdr_err;
+  ack(0x100);
+  EXPECT_TRUE(counted(&Counters::rcvd_hdr_err, was)) << "the ghost ACK is not counted as dropped";
+  Wc wc;
+  ::usleep(50000);
+  EXPECT_EQ(cq_->poll(std::span<Wc>(&wc, 1)), 0) << "an ACK for a PSN never sent completed the SEND";
+  ack(0);
+  int got = 0;
+  for (int i = 0; i < 400 && got == 0; ++i) {
+    got = cq_->poll(std::span<Wc>(&wc, 1));
+    if (got == 0) ::usleep(5000);
+  }
+  ASSERT_EQ(got, 1);
+  EXPECT_EQ(wc.wr_id, 5u);
+  EXPECT_EQ(wc.status, WcStatus::kSuccess);
+  EXPECT_EQ(qp_->state(), QpState::kRts);
+}
+
 }  // namespace
 }  // namespace rocelab::emu
