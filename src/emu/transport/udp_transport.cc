@@ -277,6 +277,11 @@ Result<std::unique_ptr<UdpTransport>> UdpTransport::open(RxSocket rx_sock,
     set_int(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1);
     set_int(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, 1);
     set_int(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1);
+    // Soft-RoCE sends RoCEv2 over IPv6 with a UDP checksum of 0 (the ICRC
+    // guards the packet), which RFC 8200 forbids and Linux drops unless the
+    // socket allows it; real NICs may do the same. Without this no packet of
+    // the kernel's reached the engine (make interop, rc6).
+    set_int(fd, IPPROTO_UDP, UDP_NO_CHECK6_RX, 1);
   } else {
     set_int(fd, IPPROTO_IP, IP_PKTINFO, 1);
     set_int(fd, IPPROTO_IP, IP_RECVTTL, 1);

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
+#include <cstring>
 #include <atomic>
 #include <thread>
 
@@ -193,6 +195,44 @@ TEST(UdpTransport, Ipv6LoopbackGsoWhenAskedFor) {
     EXPECT_EQ(got[i].first.sport, *sport);
   }
   EXPECT_EQ(u.udp_stats().gro_receives, 1u);
+}
+
+// Soft-RoCE sends RoCEv2 over IPv6 with a UDP checksum of 0 (the ICRC guards
+// the packet). Linux drops such datagrams unless the socket allows them
+// (UDP_NO_CHECK6_RX); before that, not one packet of the kernel's reached the
+// engine over IPv6 (make interop, rc6). A raw socket sends exactly what rxe
+// sends: the frame's UDP header with checksum 0, which the kernel leaves alone.
+TEST(UdpTransport, Ipv6AcceptsAZeroUdpChecksumAsSoftRoceSends) {
+  int raw = ::socket(AF_INET6, SOCK_RAW, IPPROTO_UDP);
+  if (raw < 0) GTEST_SKIP() << "raw sockets need root: " << std::strerror(errno);
+  auto local = wire::IpAddr::parse("::1");
+  ASSERT_TRUE(local);
+  Result<std::unique_ptr<UdpTransport>> t = std::make_error_code(std::errc::address_in_use);
+  for (int i = 0; i < 100 && !t; ++i) {  // another test may hold [::1]:4791 for a moment
+    t = UdpTransport::open(*local, {});
+    if (!t) std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_TRUE(t) << t.error().message();
+  UdpTransport& u = **t;
+  wire::IpUdpInfo ip;
+  ip.src = *local;
+  ip.dst = *local;
+  ip.sport = 0xC123;
+  Frame f = make_frame(ip, wire::op::kRcSendOnly, 7, 100);
+  auto udp = std::span(f.ip_packet).subspan(wire::kIpv6HeaderLen);
+  ASSERT_EQ(std::to_integer<int>(udp[6]) | std::to_integer<int>(udp[7]), 0) << "the builder writes 0";
+  sockaddr_in6 to{};
+  to.sin6_family = AF_INET6;
+  to.sin6_addr = in6addr_loopback;
+  ASSERT_EQ(::sendto(raw, udp.data(), udp.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof to),
+            static_cast<ssize_t>(udp.size()))
+      << std::strerror(errno);
+  ::close(raw);
+  auto got = test::receive(u, 1);
+  ASSERT_EQ(got.size(), 1u) << "the datagram with UDP checksum 0 was dropped";
+  auto want = f.udp_payload();
+  EXPECT_TRUE(std::equal(want.begin(), want.end(), got[0].second.begin(), got[0].second.end()));
+  EXPECT_EQ(got[0].first.sport, 0xC123);
 }
 
 TEST(UdpTransport, ReserveSourcePortSkipsATakenPortAndRejectsForeignSources) {
