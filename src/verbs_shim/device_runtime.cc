@@ -16,6 +16,7 @@ namespace rocelab::verbs_shim {
 DeviceRuntime::DeviceRuntime() = default;
 
 DeviceRuntime::~DeviceRuntime() {
+  std::erase(live(), this);
   // At process exit with the device still open: stop the engine (its helper
   // thread) before the taps it writes to, so the files end cleanly.
   engine_.reset();
@@ -67,16 +68,19 @@ wire::Result<emu::Device*> DeviceRuntime::acquire(const DeviceConfig& dev,
   print_counters_ = cfg.counters;
   if (print_counters_) {
     // A program that exits with the device still open: print at exit too.
+    live().push_back(this);
     static std::once_flag once;
     std::call_once(once, [] { std::atexit(print_live_counters); });
-    live().push_back(this);
   }
   return engine_.get();
 }
 
 std::vector<DeviceRuntime*>& DeviceRuntime::live() {
-  static std::vector<DeviceRuntime*> v;
-  return v;
+  // Never destroyed: the atexit handler that reads it may run after the
+  // static destructors registered before it (a program that exits with its
+  // device open crashed here: ibv_rc_pingpong after a retry error).
+  static auto* v = new std::vector<DeviceRuntime*>;
+  return *v;
 }
 
 void DeviceRuntime::print_counters(const emu::Device& d) {
