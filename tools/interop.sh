@@ -12,6 +12,13 @@
 # 0 when every run passed, 1 when one failed.
 #
 #   tools/interop.sh [ROW...]      rows: rc ud uc srq write_bw read_bw send_lat atomic_bw read_lat write_lat
+#                                  and the same with a 6 (rc6, ud6 ...): IPv6
+#
+# IPv4 rows use the guest's GID 1 (::ffff:192.0.2.1) and `--ip 192.0.2.3`.
+# IPv6 rows use the guest's GID 0, its link-local address fe80::5054:ff:fec0:201
+# (from the MAC the harness gives it), and give tap0 a link-local address of
+# its own for rocelab: `--ip fe80::3%tap0`. The TCP exchange of the programs
+# stays on IPv4 (192.0.2.x) in both cases; only the RoCE traffic changes family.
 set -u
 cd "$(dirname "$0")/.."
 harness=${RXE_QEMU:-../shared/tools/rxe-qemu}
@@ -43,7 +50,8 @@ rows=(
   "read_lat|ib_read_lat -d rxe0 -x 1 -F -n 200|ib_read_lat -x 0 -F -n 200|18515"
   "write_lat|ib_write_lat -d rxe0 -x 1 -F -n 200|ib_write_lat -x 0 -F -n 200|18515"
 )
-want=" ${*:-rc ud uc srq write_bw read_bw send_lat atomic_bw read_lat write_lat} "
+all4="rc ud uc srq write_bw read_bw send_lat atomic_bw read_lat write_lat"
+want=" ${*:-$all4 ${all4// /6 }6} "
 
 counters() {  # the guest's rxe counter deltas that tell of trouble, from results.json
   /usr/bin/python3 - "$1" <<'PY'
@@ -59,26 +67,37 @@ PY
 }
 
 failed=0
-table="| program | kernel as | result | time (s) | kernel's counters (non-zero) |\n|---|---|---|---|---|\n"
+table="| program | family | kernel as | result | time (s) | kernel's counters (non-zero) |\n|---|---|---|---|---|---|\n"
 for row in "${rows[@]}"; do
-  IFS='|' read -r name guest host port <<< "$row"
-  [[ $want == *" $name "* ]] || continue
-  for kernel in server client; do
-    dir=$out/$name-kernel-$kernel
-    if [ $kernel = server ]; then
-      args=(--guest "$guest" --host "$rocelab run --counters --ip 192.0.2.3 -- $host 192.0.2.1" --guest-first)
+  IFS='|' read -r name guest4 host port <<< "$row"
+  for family in 4 6; do
+    if [ $family = 4 ]; then
+      guest=$guest4 ip=192.0.2.3 setup="" id=$name fam=IPv4
     else
-      args=(--guest "$guest 192.0.2.3" --host "$rocelab run --counters --ip 192.0.2.3 -- $host" --host-first)
+      # GID 0 of rxe0 is eth0's link-local address; tap0 gets one for rocelab
+      guest=${guest4/ -g 1 / -g 0 } guest=${guest/ -x 1 / -x 0 }
+      ip=fe80::3%tap0 setup="ip addr add fe80::3/64 dev tap0 nodad && " id=${name}6 fam=IPv6
     fi
-    echo "== $name, kernel as $kernel"
-    BUILD=$build "$harness/run-interop.sh" --out "$dir" "${args[@]}" --wait-port "$port" --timeout 120 \
-      > "$dir.log" 2>&1
-    rc=$?
-    t=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("commands_s","?"))' \
-        "$dir/results.json" 2>/dev/null || echo "?")
-    if [ $rc = 0 ]; then result=pass; else result="FAIL ($rc)"; failed=1; fi
-    table+="| \`${host%% *}\` | $kernel | $result | $t | $(counters "$dir/results.json") |\n"
-    echo "   $result in $t s"
+    [[ $want == *" $id "* ]] || continue
+    for kernel in server client; do
+      dir=$out/$id-kernel-$kernel
+      if [ $kernel = server ]; then
+        args=(--guest "$guest" --guest-first
+              --host "$setup$rocelab run --counters --ip $ip -- $host 192.0.2.1")
+      else
+        args=(--guest "$guest 192.0.2.3" --host-first
+              --host "$setup$rocelab run --counters --ip $ip -- $host")
+      fi
+      echo "== $name ($fam), kernel as $kernel"
+      BUILD=$build "$harness/run-interop.sh" --out "$dir" "${args[@]}" --wait-port "$port" \
+        --timeout 120 > "$dir.log" 2>&1
+      rc=$?
+      t=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("commands_s","?"))' \
+          "$dir/results.json" 2>/dev/null || echo "?")
+      if [ $rc = 0 ]; then result=pass; else result="FAIL ($rc)"; failed=1; fi
+      table+="| \`${host%% *}\` | $fam | $kernel | $result | $t | $(counters "$dir/results.json") |\n"
+      echo "   $result in $t s"
+    done
   done
 done
 echo
