@@ -143,6 +143,20 @@ void enter(QpImpl& qp, QpState from, QpState to) {
 
 }  // namespace
 
+// Every state change goes through here: the event log records it.
+void set_state(QpImpl& qp, QpState s) {
+  if (qp.state_ != s) {
+    EngineEvent e;
+    e.kind = EventKind::kQpStateChange;
+    e.qpn = qp.qpn;
+    e.from = qp.state_;
+    e.to = s;
+    qp.eng->log(e);
+  }
+  qp.state_ = s;
+  qp.attr.qp_state = s;
+}
+
 std::string Qp::last_refusal() const {
   auto& qp = *static_cast<const QpImpl*>(this);
   std::lock_guard lk(qp.eng->mu);

@@ -22,20 +22,21 @@ void resp_on_request(QpImpl& qp, const wire::RocePacket& pkt, const Datagram& d)
 // Sends the ACK deferred during the last receive batch.
 void resp_flush_ack(QpImpl& qp);
 
-// qp.cc
+// completion.cc
 // Completes the WQE at the send queue head with status (CQE when signaled or in error).
 void complete_send(QpImpl& qp, WcStatus status);
 // Moves the QP to ERR (flushing every outstanding WR) and raises an async event.
 void qp_to_error(QpImpl& qp, bool raise_event, EventType ev);
 void post_recv_cqe(QpImpl& qp, const Wc& wc, bool solicited);
 void post_send_cqe(QpImpl& qp, const Wc& wc);
+// qp_state.cc: sets the state, logging the change.
 void set_state(QpImpl& qp, QpState s);
 // The WQE at the send queue head failed locally (its local_error): it completes
 // in error, and the QP goes to ERR (RC) or SQE (UC, UD).
 void fail_send_wqe(QpImpl& qp);
 WcOpcode wc_opcode_of(WrOpcode op);
 
-// Copies n bytes at offset off of a scatter list to/from dst.
+// sge.cc: copies n bytes at offset off of a scatter list to/from dst.
 void gather(const Seg* segs, uint32_t nseg, uint64_t off, std::byte* dst, uint32_t n);
 void scatter(const Seg* segs, uint32_t nseg, uint64_t off, const std::byte* src, uint32_t n);
 
@@ -44,6 +45,6 @@ void scatter(const Seg* segs, uint32_t nseg, uint64_t off, const std::byte* src,
 namespace rocelab::emu {
 // srq.cc: takes the next WQE of an SRQ into out (whose sge vector is large enough).
 bool srq_take(SrqImpl& srq, RecvWqe* out);
-// cq.cc / qp.cc: a CQ overflowed: CQ_ERR, and its QPs go to ERR.
+// completion.cc: a CQ overflowed: CQ_ERR, and its QPs go to ERR.
 void cq_overflow(CqImpl& cq);
 }  // namespace rocelab::emu
