@@ -59,14 +59,14 @@ CompState check_psn(QpImpl& qp, Scratch& s) {
 
 CompState check_ack(QpImpl& qp, Scratch& s) {
   const wire::OpInfo& info = s.pkt.hdr.info();
-  const WrOpcode op = s.w->wr.opcode;
+  const WrKind kind = wr_op_info(s.w->wr.opcode).kind;
   if (info.is(OpClass::kRead)) {
-    if (op != WrOpcode::kRdmaRead) return CompState::kExit;  // unexpected: drop
+    if (kind != WrKind::kRead) return CompState::kExit;  // unexpected: drop
     if (info.carries(wire::Hdr::kAeth) && s.pkt.hdr.aeth.kind() != AckKind::kAck) return CompState::kExit;
     return CompState::kRead;
   }
   if (info.carries(wire::Hdr::kAtomicAckEth)) {
-    if (!s.w->is_rd_atomic() || op == WrOpcode::kRdmaRead) return CompState::kExit;
+    if (kind != WrKind::kAtomic) return CompState::kExit;
     return CompState::kAtomic;
   }
   const wire::Aeth& aeth = s.pkt.hdr.aeth;

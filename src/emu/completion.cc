@@ -7,24 +7,9 @@
 
 #include "emu/engine.h"
 #include "emu/roles.h"
+#include "emu/wr_opcode_table.h"
 
 namespace rocelab::emu {
-
-WcOpcode wc_opcode_of(WrOpcode op) {
-  switch (op) {
-    case WrOpcode::kRdmaWrite:
-    case WrOpcode::kRdmaWriteWithImm: return WcOpcode::kRdmaWrite;
-    case WrOpcode::kSend:
-    case WrOpcode::kSendWithImm:
-    case WrOpcode::kSendWithInv: return WcOpcode::kSend;
-    case WrOpcode::kRdmaRead: return WcOpcode::kRdmaRead;
-    case WrOpcode::kAtomicCmpAndSwp: return WcOpcode::kCompSwap;
-    case WrOpcode::kAtomicFetchAndAdd: return WcOpcode::kFetchAdd;
-    case WrOpcode::kLocalInv: return WcOpcode::kLocalInv;
-    case WrOpcode::kBindMw: return WcOpcode::kBindMw;
-  }
-  return WcOpcode::kSend;
-}
 
 void cq_overflow(CqImpl& cq) {
   if (cq.overflowed && cq.count < static_cast<size_t>(cq.cap)) return;
@@ -61,14 +46,12 @@ void complete_send(QpImpl& qp, WcStatus status) {
     Wc wc;
     wc.wr_id = w.wr.wr_id;
     wc.status = status;
-    wc.opcode = wc_opcode_of(w.wr.opcode);
+    wc.opcode = wr_op_info(w.wr.opcode).wc;
     wc.byte_len = w.length;
     wc.qp_num = qp.qpn;
     post_send_cqe(qp, wc);
   }
-  if (status == WcStatus::kSuccess &&
-      (w.wr.opcode == WrOpcode::kSend || w.wr.opcode == WrOpcode::kSendWithImm ||
-       w.wr.opcode == WrOpcode::kSendWithInv)) {
+  if (status == WcStatus::kSuccess && wr_op_info(w.wr.opcode).send) {
     qp.ctr.rdma_sends++;
     qp.eng->counters.rdma_sends++;
   }

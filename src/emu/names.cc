@@ -3,6 +3,7 @@
 
 #include "emu/records.h"
 #include "emu/verbs_types.h"
+#include "emu/wr_opcode_table.h"
 
 namespace rocelab::emu {
 
@@ -41,19 +42,8 @@ std::string_view qp_attr::bit_name(uint32_t bit) {
 }
 
 std::string_view to_string(WrOpcode o) {
-  switch (o) {
-    case WrOpcode::kRdmaWrite: return "RDMA_WRITE";
-    case WrOpcode::kRdmaWriteWithImm: return "RDMA_WRITE_WITH_IMM";
-    case WrOpcode::kSend: return "SEND";
-    case WrOpcode::kSendWithImm: return "SEND_WITH_IMM";
-    case WrOpcode::kRdmaRead: return "RDMA_READ";
-    case WrOpcode::kAtomicCmpAndSwp: return "ATOMIC_CMP_AND_SWP";
-    case WrOpcode::kAtomicFetchAndAdd: return "ATOMIC_FETCH_AND_ADD";
-    case WrOpcode::kLocalInv: return "LOCAL_INV";
-    case WrOpcode::kBindMw: return "BIND_MW";
-    case WrOpcode::kSendWithInv: return "SEND_WITH_INV";
-  }
-  return "?";
+  const WrOpInfo& i = wr_op_info(o);
+  return i.valid ? i.name : "?";
 }
 
 std::string_view to_string(WcStatus s) {

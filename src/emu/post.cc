@@ -6,29 +6,10 @@
 
 #include "emu/engine.h"
 #include "emu/roles.h"
+#include "emu/wr_opcode_table.h"
 
 namespace rocelab::emu {
 namespace {
-
-bool opcode_valid(QpType t, WrOpcode op) {
-  switch (op) {
-    case WrOpcode::kSend:
-    case WrOpcode::kSendWithImm:
-      return true;
-    case WrOpcode::kRdmaWrite:
-    case WrOpcode::kRdmaWriteWithImm:
-      return t != QpType::kUD;
-    case WrOpcode::kRdmaRead:
-    case WrOpcode::kAtomicCmpAndSwp:
-    case WrOpcode::kAtomicFetchAndAdd:
-    case WrOpcode::kSendWithInv:
-      return t == QpType::kRC;
-    case WrOpcode::kLocalInv:
-    case WrOpcode::kBindMw:
-      return t != QpType::kUD;  // memory windows (mw.cc), as rxe: RC and UC
-  }
-  return false;
-}
 
 // Validates a WR and fills the WQE; EINVAL for what ibv_post_send rejects.
 // Errors the hardware would report in a completion go to w.local_error.
@@ -39,18 +20,20 @@ std::error_code prepare_wqe(QpImpl& qp, const SendWr& wr, SendWqe& w) {
     qp.refusal = "post_send wr_id " + std::to_string(wr.wr_id) + " (" + std::string(to_string(wr.opcode)) + "): " + why;
     return errc(EINVAL);
   };
-  if (!opcode_valid(qp.type_, wr.opcode))
+  // What the opcode needs comes from its row of the WR-opcode table.
+  const WrOpInfo& op = wr_op_info(wr.opcode);
+  if (!op.allowed_on(qp.type_))
     return refuse("not an opcode a " + std::string(to_string(qp.type_)) + " QP can post");
-  if (wr.opcode == WrOpcode::kBindMw && (!wr.bind_mw.mw || !wr.sg_list.empty()))
-    return refuse("a BIND_MW names a window (bind_mw.mw) and carries no SGE");
+  if (op.window && (!wr.bind_mw.mw || !wr.sg_list.empty()))
+    return refuse("a " + std::string(op.name) + " names a window (bind_mw.mw) and carries no SGE");
+  // An opcode without SGEs (LOCAL_INV) ignores any it is given, as rxe does.
+  const std::span<const Sge> sges = op.sges ? wr.sg_list : std::span<const Sge>();
   if (wr.sg_list.size() > qp.cap_.max_send_sge)
     return refuse(std::to_string(wr.sg_list.size()) + " SGEs, the QP has max_send_sge " +
                   std::to_string(qp.cap_.max_send_sge));
-  const bool is_inline = (wr.send_flags & send_flags::kInline) &&
-                         wr.opcode != WrOpcode::kRdmaRead && wr.opcode != WrOpcode::kAtomicCmpAndSwp &&
-                         wr.opcode != WrOpcode::kAtomicFetchAndAdd;
+  const bool is_inline = (wr.send_flags & send_flags::kInline) && op.inline_ok;
   uint64_t total = 0;
-  for (const Sge& s : wr.sg_list) total += s.length;
+  for (const Sge& s : sges) total += s.length;
   if (is_inline && total > qp.cap_.max_inline_data)
     return refuse("IBV_SEND_INLINE with " + std::to_string(total) + " bytes, the QP has max_inline_data " +
                   std::to_string(qp.cap_.max_inline_data));
@@ -78,7 +61,7 @@ std::error_code prepare_wqe(QpImpl& qp, const SendWr& wr, SendWqe& w) {
   }
   if (is_inline) {
     size_t off = 0;
-    for (const Sge& s : wr.sg_list) {
+    for (const Sge& s : sges) {
       if (s.length) std::memcpy(w.inline_buf.data() + off, reinterpret_cast<const void*>(s.addr), s.length);
       off += s.length;
     }
@@ -87,10 +70,8 @@ std::error_code prepare_wqe(QpImpl& qp, const SendWr& wr, SendWqe& w) {
   } else {
     // Local protection (IBTA 10.6.3): the lkey names an MR of this PD that covers
     // the SGE and, for READ and atomic results written here, grants local write.
-    const bool writes_local = wr.opcode == WrOpcode::kRdmaRead ||
-                              wr.opcode == WrOpcode::kAtomicCmpAndSwp ||
-                              wr.opcode == WrOpcode::kAtomicFetchAndAdd;
-    for (const Sge& s : wr.sg_list) {
+    const bool writes_local = op.writes_local;
+    for (const Sge& s : sges) {
       if (s.length == 0) continue;
       MrImpl* mr = e.find_mr(s.lkey);
       std::byte* p = mr && mr->pd == qp.pd ? mr->at(s.addr, s.length) : nullptr;
@@ -102,8 +83,7 @@ std::error_code prepare_wqe(QpImpl& qp, const SendWr& wr, SendWqe& w) {
     }
   }
   if (w.local_error == WcStatus::kSuccess) {
-    const bool atomic = wr.opcode == WrOpcode::kAtomicCmpAndSwp || wr.opcode == WrOpcode::kAtomicFetchAndAdd;
-    if (atomic) {
+    if (op.kind == WrKind::kAtomic) {
       // The 8-byte original value lands in exactly 8 bytes of local memory.
       if (w.length != 8) w.local_error = WcStatus::kLocQpOpErr;
     } else if (total > e.dattr.max_msg_sz ||

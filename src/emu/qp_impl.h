@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "emu/impl_objects.h"
+#include "emu/wr_opcode_table.h"
 #include "wire/aeth.h"
 #include "wire/psn.h"
 
@@ -36,10 +37,8 @@ struct SendWqe {
   bool started = false;
   Psn first_psn, last_psn;
   uint32_t npkts = 0;              // packets (READ: response packets) = PSNs consumed
-  bool is_rd_atomic() const {
-    return wr.opcode == WrOpcode::kRdmaRead || wr.opcode == WrOpcode::kAtomicCmpAndSwp ||
-           wr.opcode == WrOpcode::kAtomicFetchAndAdd;
-  }
+  // A READ or an atomic (WR-opcode table): limited by max_rd_atomic, fenced.
+  bool is_rd_atomic() const { return wr_op_info(wr.opcode).rd_atomic(); }
 };
 
 // Requester (requester.cc): which packet goes out next.

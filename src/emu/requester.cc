@@ -30,37 +30,14 @@ wire::Transport wire_transport(QpType t) {
   return wire::Transport::kRC;
 }
 
-// The RC opcode of packet k of n of a SEND or WRITE message.
-uint8_t rc_opcode(WrOpcode o, uint32_t k, uint32_t n) {
-  const bool first = k == 0, last = k + 1 == n;
-  switch (o) {
-    case WrOpcode::kSend:
-      return first && last ? op::kRcSendOnly : first ? op::kRcSendFirst : last ? op::kRcSendLast : op::kRcSendMiddle;
-    case WrOpcode::kSendWithImm:
-      return first && last ? op::kRcSendOnlyImm : first ? op::kRcSendFirst : last ? op::kRcSendLastImm : op::kRcSendMiddle;
-    case WrOpcode::kSendWithInv:
-      return first && last ? op::kRcSendOnlyInv : first ? op::kRcSendFirst : last ? op::kRcSendLastInv : op::kRcSendMiddle;
-    case WrOpcode::kRdmaWrite:
-      return first && last ? op::kRcWriteOnly : first ? op::kRcWriteFirst : last ? op::kRcWriteLast : op::kRcWriteMiddle;
-    case WrOpcode::kRdmaWriteWithImm:
-      return first && last ? op::kRcWriteOnlyImm : first ? op::kRcWriteFirst : last ? op::kRcWriteLastImm : op::kRcWriteMiddle;
-    case WrOpcode::kRdmaRead: return op::kRcReadRequest;
-    case WrOpcode::kAtomicCmpAndSwp: return op::kRcCmpSwap;
-    case WrOpcode::kAtomicFetchAndAdd: return op::kRcFetchAdd;
-    case WrOpcode::kLocalInv:
-    case WrOpcode::kBindMw:
-      break;
-  }
-  return op::kRcSendOnly;
-}
-
 // Sends the next packet of w (packet qp.req.cur_pkt); READ sends one request for the rest.
 void send_packet(QpImpl& qp, SendWqe& w) {
   Engine& e = *qp.eng;
   const uint32_t pmtu = qp.pmtu();
   const uint32_t k = qp.req.cur_pkt;
   wire::RoceHeaders h;
-  const uint8_t rc_op = rc_opcode(w.wr.opcode, k, w.npkts);
+  const WrOpInfo& op = wr_op_info(w.wr.opcode);
+  const uint8_t rc_op = op.bth_opcode(k, w.npkts);
   h.bth.opcode = wire::for_transport(wire_transport(qp.type_), rc_op).value_or(rc_op);
   h.bth.psn = w.first_psn + k;
   const wire::OpInfo& info = h.info();
@@ -77,27 +54,20 @@ void send_packet(QpImpl& qp, SendWqe& w) {
     h.bth.dest_qpn = wire::Qpn(qp.attr.dest_qp_num);
     ip = qp.ip_to(qp.dst);
   }
-  switch (w.wr.opcode) {
-    case WrOpcode::kRdmaRead:
+  switch (op.kind) {
+    case WrKind::kRead:
       // IBTA 9.4.4: a retried READ asks only for what has not arrived.
       h.reth = {w.wr.rdma.remote_addr + off, w.wr.rdma.rkey, static_cast<uint32_t>(w.length - std::min<uint64_t>(off, w.length))};
       qp.req.cur_pkt = w.npkts;
       break;
-    case WrOpcode::kAtomicCmpAndSwp:
-      h.atomic_eth = {w.wr.atomic.remote_addr, w.wr.atomic.rkey, w.wr.atomic.swap, w.wr.atomic.compare_add};
+    case WrKind::kAtomic:
+      h.atomic_eth = op.atomic == AtomicOperands::kCompareSwap
+                         ? wire::AtomicEth{w.wr.atomic.remote_addr, w.wr.atomic.rkey, w.wr.atomic.swap, w.wr.atomic.compare_add}
+                         : wire::AtomicEth{w.wr.atomic.remote_addr, w.wr.atomic.rkey, w.wr.atomic.compare_add, 0};
       qp.req.cur_pkt = 1;
       break;
-    case WrOpcode::kAtomicFetchAndAdd:
-      h.atomic_eth = {w.wr.atomic.remote_addr, w.wr.atomic.rkey, w.wr.atomic.compare_add, 0};
-      qp.req.cur_pkt = 1;
-      break;
-    case WrOpcode::kRdmaWrite:
-    case WrOpcode::kRdmaWriteWithImm:
-    case WrOpcode::kSend:
-    case WrOpcode::kSendWithImm:
-    case WrOpcode::kSendWithInv:
-    case WrOpcode::kLocalInv:
-    case WrOpcode::kBindMw:
+    case WrKind::kMessage:
+    case WrKind::kLocal:  // never sent (req_run executes it)
       len = static_cast<uint32_t>(std::min<uint64_t>(pmtu, w.length - std::min<uint64_t>(off, w.length)));
       if (info.carries(wire::Hdr::kReth)) h.reth = {w.wr.rdma.remote_addr, w.wr.rdma.rkey, w.length};
       if (info.carries(wire::Hdr::kImmDt)) h.immdt.imm = be_to_host(w.wr.imm_data);
@@ -136,7 +106,8 @@ void req_run(QpImpl& qp) {
         fail_send_wqe(qp);
         return;
       }
-      if (w.wr.opcode == WrOpcode::kBindMw || w.wr.opcode == WrOpcode::kLocalInv) {
+      const WrOpInfo& op = wr_op_info(w.wr.opcode);
+      if (op.local()) {
         // Local operations (mw.cc) send nothing; they run when every earlier WR
         // has completed, so a later WR sees the window as they leave it.
         if (qp.req.cur != qp.sq_head) break;
@@ -155,9 +126,7 @@ void req_run(QpImpl& qp) {
             qp.req.rd_atomic_inflight >= std::max<uint32_t>(qp.attr.max_rd_atomic, 1))
           break;
       }
-      const bool atomic = w.wr.opcode == WrOpcode::kAtomicCmpAndSwp ||
-                          w.wr.opcode == WrOpcode::kAtomicFetchAndAdd;
-      w.npkts = atomic ? 1 : packets_for(w.length, qp.pmtu());
+      w.npkts = op.kind == WrKind::kAtomic ? 1 : packets_for(w.length, qp.pmtu());
       w.first_psn = qp.req.next_psn;
       w.last_psn = w.first_psn + (w.npkts - 1);
       qp.req.next_psn += w.npkts;

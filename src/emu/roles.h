@@ -34,7 +34,6 @@ void set_state(QpImpl& qp, QpState s);
 // The WQE at the send queue head failed locally (its local_error): it completes
 // in error, and the QP goes to ERR (RC) or SQE (UC, UD).
 void fail_send_wqe(QpImpl& qp);
-WcOpcode wc_opcode_of(WrOpcode op);
 
 // sge.cc: copies n bytes at offset off of a scatter list to/from dst.
 void gather(const Seg* segs, uint32_t nseg, uint64_t off, std::byte* dst, uint32_t n);
