@@ -15,10 +15,16 @@ using wire::AckKind;
 using wire::NakCode;
 using wire::OpClass;
 
-enum class CompState {
+enum class CompState : uint8_t {
   kGetWqe, kCheckPsn, kCheckAck, kRead, kAtomic, kWriteSend, kUpdateComp, kCompWqe,
   kErrorRetry, kRnrRetry, kErrorNak, kDone, kExit,
 };
+// As rxe_comp.c names them (comp_state_name[]); the event log shows them.
+constexpr std::string_view kCompStateNames[] = {
+    "get_wqe", "check_psn", "check_ack", "read", "atomic", "write_send", "update_comp", "comp_wqe",
+    "error_retry", "rnr_retry", "error", "done", "exit",
+};
+static_assert(std::size(kCompStateNames) == static_cast<size_t>(CompState::kExit) + 1);
 
 struct Scratch {
   const wire::RocePacket& pkt;
@@ -206,12 +212,32 @@ void comp_update_timer(QpImpl& qp) {
   qp.comp.retrans_timer->arm_at(qp.eng->transport->now() + retrans_timeout(qp.attr.timeout));
 }
 
+std::string_view comp_state_name(uint8_t s) {
+  return s < std::size(kCompStateNames) ? kCompStateNames[s] : "?";
+}
+
+namespace {
+// Logs the states one run went through (only when an event sink listens).
+void log_steps(QpImpl& qp, uint32_t psn, const RoleSteps& steps) {
+  if (!qp.eng->logging()) return;
+  EngineEvent e;
+  e.kind = EventKind::kRoleSteps;
+  e.qpn = qp.qpn;
+  e.psn = psn;
+  e.steps = steps;
+  qp.eng->log(e);
+}
+}  // namespace
+
 void comp_on_response(QpImpl& qp, const wire::RocePacket& pkt) {
   if (qp.type_ != QpType::kRC) return;
   Scratch s{pkt, pkt.hdr.bth.psn};
   CompState st = CompState::kGetWqe;
   bool progressed = false;
+  RoleSteps steps;
+  steps.role = Role::kCompleter;
   for (;;) {
+    steps.add(static_cast<uint8_t>(st));
     switch (st) {
       case CompState::kGetWqe: st = get_wqe(qp, s); break;
       case CompState::kCheckPsn: st = check_psn(qp, s); break;
@@ -234,12 +260,14 @@ void comp_on_response(QpImpl& qp, const wire::RocePacket& pkt) {
       case CompState::kRnrRetry: st = rnr_retry(qp, s); break;
       case CompState::kErrorNak: st = error_nak(qp, s); break;
       case CompState::kDone:
+        log_steps(qp, s.psn.value(), steps);
         if (qp.state_ != QpState::kErr) {
           req_run(qp);
           comp_update_timer(qp);
         }
         return;
       case CompState::kExit:
+        log_steps(qp, s.psn.value(), steps);
         if (progressed && qp.state_ != QpState::kErr) {
           req_run(qp);
           comp_update_timer(qp);

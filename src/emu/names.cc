@@ -2,6 +2,7 @@
 #include <array>
 
 #include "emu/records.h"
+#include "emu/roles.h"
 #include "emu/verbs_types.h"
 #include "emu/wr_opcode_table.h"
 
@@ -125,6 +126,23 @@ std::string_view to_string(EventKind k) {
     case EventKind::kCompletion: return "completion";
     case EventKind::kQpStateChange: return "qp_state_change";
     case EventKind::kAsyncEvent: return "async_event";
+    case EventKind::kRoleSteps: return "role_steps";
+  }
+  return "?";
+}
+
+std::string_view to_string(Role r) {
+  switch (r) {
+    case Role::kCompleter: return "completer";
+    case Role::kResponder: return "responder";
+  }
+  return "?";
+}
+
+std::string_view role_state_name(Role r, uint8_t s) {
+  switch (r) {
+    case Role::kCompleter: return comp_state_name(s);
+    case Role::kResponder: return resp_state_name(s);
   }
   return "?";
 }

@@ -63,9 +63,30 @@ class PacketTap {
 
 enum class EventKind : uint8_t {
   kWrPosted, kRecvPosted, kPacketSent, kPacketReceived, kPacketDropped, kTimer,
-  kCompletion, kQpStateChange, kAsyncEvent,
+  kCompletion, kQpStateChange, kAsyncEvent, kRoleSteps,
 };
 std::string_view to_string(EventKind k);
+
+// The state machines of a QP's roles (IBTA 9.7; rxe_comp.c, rxe_resp.c). Each
+// run of one (a received response, a received request) is one kRoleSteps
+// event listing the states it went through, by name.
+enum class Role : uint8_t { kCompleter, kResponder };
+std::string_view to_string(Role r);
+// The name of state s of role r ("check_psn", "chk_rkey", ...), as rxe names it.
+std::string_view role_state_name(Role r, uint8_t s);
+
+// The states one run went through, in order (at most kMax; `truncated` past that).
+struct RoleSteps {
+  static constexpr size_t kMax = 24;
+  Role role = Role::kResponder;
+  uint8_t n = 0;
+  bool truncated = false;
+  uint8_t state[kMax] = {};
+  void add(uint8_t s) {
+    if (n < kMax) state[n++] = s;
+    else truncated = true;
+  }
+};
 
 // One engine event. Only the fields that belong to `kind` are meaningful.
 struct EngineEvent {
@@ -83,6 +104,7 @@ struct EngineEvent {
   QpState from = QpState::kReset, to = QpState::kReset;  // kQpStateChange
   EventType async = EventType::kPortActive;               // kAsyncEvent
   std::string_view reason;       // kPacketDropped, kTimer: why (static string)
+  RoleSteps steps;               // kRoleSteps
 };
 
 class EventSink {

@@ -18,12 +18,20 @@ using wire::NakCode;
 using wire::OpClass;
 namespace op = wire::op;
 
-enum class RespState {
+enum class RespState : uint8_t {
   kGetReq, kChkPsn, kChkOpSeq, kChkOpValid, kChkResource, kChkLength, kChkRkey, kExecute,
   kComplete, kAcknowledge, kDone,
   kDuplicate, kErrPsnOutOfSeq, kErrRnr, kErrInvalidRequest, kErrRemoteAccess, kErrRemoteOp,
   kErrLength, kErrInvalidate, kDrop,
 };
+// As rxe_resp.c names them (resp_state_name[]); the event log shows them.
+constexpr std::string_view kRespStateNames[] = {
+    "get_req", "chk_psn", "chk_op_seq", "chk_op_valid", "chk_resource", "chk_length", "chk_rkey", "execute",
+    "complete", "acknowledge", "done",
+    "duplicate_request", "err_psn_out_of_seq", "err_rnr", "err_invalid_request", "err_remote_access",
+    "err_remote_operation", "err_length", "err_invalidate", "drop",
+};
+static_assert(std::size(kRespStateNames) == static_cast<size_t>(RespState::kDrop) + 1);
 
 // Per-packet scratch data, owned by the driver loop.
 struct Scratch {
@@ -500,12 +508,29 @@ void resp_flush_ack(QpImpl& qp) {
   send_ack(qp, qp.resp.ack_psn, wire::Aeth::ack(qp.resp.msn));
 }
 
+std::string_view resp_state_name(uint8_t s) {
+  return s < std::size(kRespStateNames) ? kRespStateNames[s] : "?";
+}
+
 void resp_on_request(QpImpl& qp, const wire::RocePacket& pkt, const Datagram& d) {
   if (qp.type_ == QpType::kUD) return resp_ud(qp, pkt, d);
   Scratch s{pkt, pkt.hdr.info(), d, pkt.hdr.bth.psn};
   s.len = static_cast<uint32_t>(pkt.payload.size());
   RespState st = RespState::kGetReq;
+  RoleSteps steps;
+  steps.role = Role::kResponder;
+  // The states this request went through, logged when the run ends.
+  auto log_steps = [&] {
+    if (!qp.eng->logging()) return;
+    EngineEvent e;
+    e.kind = EventKind::kRoleSteps;
+    e.qpn = qp.qpn;
+    e.psn = s.psn.value();
+    e.steps = steps;
+    qp.eng->log(e);
+  };
   for (;;) {
+    steps.add(static_cast<uint8_t>(st));
     switch (st) {
       case RespState::kGetReq: st = RespState::kChkPsn; break;
       case RespState::kChkPsn: st = chk_psn(qp, s); break;
@@ -535,9 +560,11 @@ void resp_on_request(QpImpl& qp, const wire::RocePacket& pkt, const Datagram& d)
         st = class_c(qp, s, NakCode::kInvalidRequest, WcStatus::kRemInvReqErr, EventType::kQpReqErr);
         break;
       case RespState::kDrop:
+        log_steps();
         qp.eng->drop(&qp, d, s.reason, s.drop_ctr);
         return;
       case RespState::kDone:
+        log_steps();
         return;
     }
   }

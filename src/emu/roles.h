@@ -17,6 +17,11 @@ void comp_update_timer(QpImpl& qp);
 void comp_on_retrans_timer(QpImpl& qp);
 void comp_on_rnr_timer(QpImpl& qp);
 
+// The names of the completer's and the responder's states (records.h
+// role_state_name); "?" for a value that is no state.
+std::string_view comp_state_name(uint8_t s);
+std::string_view resp_state_name(uint8_t s);
+
 // responder.cc: checks and executes a request; ACK/NAK.
 void resp_on_request(QpImpl& qp, const wire::RocePacket& pkt, const Datagram& d);
 // Sends the ACK deferred during the last receive batch.

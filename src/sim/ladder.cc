@@ -492,6 +492,8 @@ void LadderRecorder::on_event(int lane, const emu::EngineEvent& e) {
     case EventKind::kAsyncEvent:
       l_.note(e.time, lane, qp + ": async event " + std::string(emu::to_string(e.async)));
       return;
+    case EventKind::kRoleSteps:
+      return;  // the role's path is for the event log; the ladder shows its packets
   }
 }
 

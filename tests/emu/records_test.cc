@@ -96,6 +96,7 @@ TEST(Records, EventLogAndPcapOfOneWrite) {
     evs.push_back(e);
   }
   int sent_a = 0, state_changes = 0, completions = 0, posted = 0;
+  std::vector<std::string> resp_paths, comp_paths;  // ROLE_STEPS: the roles' states, joined
   uint64_t last_time = 0;
   for (const auto& e : evs) {
     EXPECT_GE(e.time_ns(), last_time);  // one fabric clock
@@ -105,6 +106,11 @@ TEST(Records, EventLogAndPcapOfOneWrite) {
       EXPECT_NE(e.opcode_name().find("RDMA WRITE"), std::string::npos);
     }
     if (e.kind() == events::Event::QP_STATE_CHANGE) ++state_changes;
+    if (e.kind() == events::Event::ROLE_STEPS) {
+      std::string path;
+      for (const auto& st : e.states()) path += (path.empty() ? "" : " ") + st;
+      (e.role() == "responder" ? resp_paths : comp_paths).push_back(e.device() + ": " + path);
+    }
     if (e.kind() == events::Event::WR_POSTED) {
       ++posted;
       EXPECT_EQ(e.wr_opcode(), "RDMA_WRITE");
@@ -120,6 +126,11 @@ TEST(Records, EventLogAndPcapOfOneWrite) {
   EXPECT_EQ(state_changes, 6);  // INIT, RTR, RTS on each side
   EXPECT_EQ(posted, 1);
   EXPECT_EQ(completions, 1);
+  // The roles' state machines by name (rxe's): B's responder ran once per WRITE
+  // packet, A's completer once for the ACK.
+  const std::string resp_ok = "B: get_req chk_psn chk_op_seq chk_op_valid chk_resource chk_length chk_rkey execute complete acknowledge done";
+  EXPECT_EQ(resp_paths, (std::vector<std::string>{resp_ok, resp_ok, resp_ok}));
+  EXPECT_EQ(comp_paths, (std::vector<std::string>{"A: get_wqe check_psn check_ack write_send comp_wqe done"}));
 
   // pcap: 3 WRITE packets and 1 ACK, every ICRC right.
   char err[PCAP_ERRBUF_SIZE];

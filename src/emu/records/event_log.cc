@@ -42,6 +42,7 @@ events::Event::Kind kind_of(EventKind k) {
     case EventKind::kCompletion: return events::Event::COMPLETION;
     case EventKind::kQpStateChange: return events::Event::QP_STATE_CHANGE;
     case EventKind::kAsyncEvent: return events::Event::ASYNC_EVENT;
+    case EventKind::kRoleSteps: return events::Event::ROLE_STEPS;
   }
   return events::Event::KIND_UNSPECIFIED;
 }
@@ -125,6 +126,12 @@ void EventLog::write(const std::string& device, const EngineEvent& e) {
     case EventKind::kAsyncEvent:
       m.set_async_event(std::string(to_string(e.async)));
       break;
+    case EventKind::kRoleSteps:
+      m.set_psn(e.psn);
+      m.set_role(std::string(to_string(e.steps.role)));
+      for (uint8_t i = 0; i < e.steps.n; ++i) m.add_states(std::string(role_state_name(e.steps.role, e.steps.state[i])));
+      if (e.steps.truncated) m.add_states("...");
+      break;
   }
   const size_t size = m.ByteSizeLong() + 5;  // the message and its varint length (at most 5 bytes)
   std::lock_guard lk(mu_);
@@ -174,6 +181,12 @@ std::string format_text(const events::Event& m) {
     case events::Event::ASYNC_EVENT:
       std::snprintf(more, sizeof more, " %s", m.async_event().c_str());
       break;
+    case events::Event::ROLE_STEPS: {
+      std::snprintf(more, sizeof more, " %s psn %u:", m.role().c_str(), m.psn());
+      std::string path = more;
+      for (const std::string& st : m.states()) path += " " + st;
+      return s + path;
+    }
     default:
       more[0] = '\0';
       break;
