@@ -230,7 +230,7 @@ void log_steps(QpImpl& qp, uint32_t psn, const RoleSteps& steps) {
 }  // namespace
 
 void comp_on_response(QpImpl& qp, const wire::RocePacket& pkt) {
-  if (qp.type_ != QpType::kRC) return;
+  if (!qp.reliable()) return;
   Scratch s{pkt, pkt.hdr.bth.psn};
   CompState st = CompState::kGetWqe;
   bool progressed = false;

@@ -38,7 +38,11 @@ static void push_cqe(QpImpl& qp, CqImpl& cq, const Wc& wc, bool solicited) {
 }
 
 void post_send_cqe(QpImpl& qp, const Wc& wc) { push_cqe(qp, *qp.scq, wc, false); }
-void post_recv_cqe(QpImpl& qp, const Wc& wc, bool solicited) { push_cqe(qp, *qp.rcq, wc, solicited); }
+// An XRC target's receives complete on the CQ of the XRC SRQ the message went to.
+void post_recv_cqe(QpImpl& qp, const Wc& wc, bool solicited) {
+  CqImpl* cq = qp.type_ == QpType::kXrcTgt ? (qp.resp.xrc_srq ? qp.resp.xrc_srq->cq : nullptr) : qp.rcq;
+  if (cq) push_cqe(qp, *cq, wc, solicited);
+}
 
 void complete_send(QpImpl& qp, WcStatus status) {
   SendWqe& w = qp.wqe(qp.sq_head);
@@ -102,7 +106,7 @@ void qp_to_error(QpImpl& qp, bool raise_event, EventType ev) {
 
 void fail_send_wqe(QpImpl& qp) {
   complete_send(qp, qp.wqe(qp.sq_head).local_error);
-  if (qp.type_ == QpType::kRC) return qp_to_error(qp, false, EventType::kQpFatal);
+  if (qp.reliable()) return qp_to_error(qp, false, EventType::kQpFatal);
   // IBTA 10.3.1 / 11.6.3: a local error on a send WR of a UC or UD QP moves it
   // to SQE: the receive queue keeps working, the later send WRs flush, and
   // modify SQE->RTS resumes the send queue. No async event: the CQE reports it.

@@ -29,7 +29,7 @@ std::error_code qp_to_rtr(Qp& qp, const Gid& rgid, uint32_t rqpn, uint32_t rq_ps
   a.ah_attr.hop_limit = 64;
   a.ah_attr.port_num = kPortNum;
   uint32_t mask = kState | kAv | kPathMtu | kDestQpn | kRqPsn;
-  if (qp.type() == QpType::kRC) {
+  if (qp.type() == QpType::kRC || qp.type() == QpType::kXrcTgt) {  // the responder's attributes
     a.max_dest_rd_atomic = o.max_rd_atomic;
     a.min_rnr_timer = o.min_rnr_timer;
     mask |= kMaxDestRdAtomic | kMinRnrTimer;
@@ -42,7 +42,10 @@ std::error_code qp_to_rts(Qp& qp, uint32_t sq_psn, const ConnectOptions& o) {
   a.qp_state = QpState::kRts;
   a.sq_psn = sq_psn;
   uint32_t mask = kState | kSqPsn;
-  if (qp.type() == QpType::kRC) {
+  if (qp.type() == QpType::kXrcTgt) {  // a target sends only responses
+    a.timeout = o.timeout;
+    mask |= kTimeout;
+  } else if (qp.type() == QpType::kRC || qp.type() == QpType::kXrcIni) {
     a.timeout = o.timeout;
     a.retry_cnt = o.retry_cnt;
     a.rnr_retry = o.rnr_retry;

@@ -28,7 +28,8 @@ std::error_code qp_to_rtr(Qp& qp, const Gid& rgid, uint32_t rqpn, uint32_t rq_ps
 // RTR -> RTS.
 std::error_code qp_to_rts(Qp& qp, uint32_t sq_psn, const ConnectOptions& o);
 
-// Connects a (on device da) and b (on db): both end in RTS.
+// Connects a (on device da) and b (on db): both end in RTS. For XRC, a is
+// the initiator and b the target QP (or the other way round).
 std::error_code connect_pair(Device& da, Qp& a, Device& db, Qp& b, const ConnectOptions& o);
 
 }  // namespace rocelab::emu

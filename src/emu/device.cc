@@ -38,7 +38,8 @@ void fill_attrs(Engine& e) {
                        device_cap::kCurrQpStateMod | device_cap::kShutdownPort |
                        device_cap::kPortActiveEvent | device_cap::kSysImageGuid |
                        device_cap::kRcRnrNakGen | device_cap::kNNotifyCq |
-                       device_cap::kMemWindow | device_cap::kMemWindowType2B;  // as rxe
+                       device_cap::kMemWindow | device_cap::kMemWindowType2B |  // as rxe
+                       device_cap::kXrc;  // rxe has no XRC; rocelab does
   d.max_sge = 32;
   d.max_sge_rd = 32;
   d.max_cq = 0x4000;
@@ -313,5 +314,6 @@ bool device_owns_channel(const Engine& e, const CompChannel* c) { return owned(e
 bool device_owns_mr(const Engine& e, const Mr* m) { return owned(e.mrs, m); }
 bool device_owns_qp(const Engine& e, const Qp* q) { return owned(e.qps, q); }
 bool device_owns_mw(const Engine& e, const Mw* w) { return owned(e.mws, w); }
+bool device_owns_xrcd(const Engine& e, const Xrcd* x) { return owned(e.xrcds, x); }
 
 }  // namespace rocelab::emu

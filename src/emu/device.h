@@ -92,6 +92,21 @@ class Device {
   Result<Cq*> create_cq(int cqe, CompChannel* channel, int comp_vector);
   std::error_code destroy_cq(Cq* cq);  // EBUSY while a QP uses it
   Result<Srq*> create_srq(Pd* pd, const SrqAttr& attr);
+  // An XRC SRQ (ibv_create_srq_ex, IBV_SRQT_XRC): receives of messages that
+  // name it in their XRCETH, on XRC target QPs of the same domain, with buffers
+  // of pd, completing on cq.
+  Result<Srq*> create_xrc_srq(Pd* pd, Xrcd* xrcd, Cq* cq, const SrqAttr& attr);
+  // XRC domains (ibv_open_xrcd). file_key 0: a new, private domain. Otherwise
+  // the domain of that file (an inode's identity): ENOENT when there is none
+  // and !create; EINVAL when there is one and exclusive (O_EXCL). Each open is
+  // closed once; the domain goes when the last is closed (EBUSY while SRQs or
+  // target QPs use it and this is its last open).
+  Result<Xrcd*> open_xrcd(uint64_t file_key, bool create, bool exclusive);
+  std::error_code close_xrcd(Xrcd* xrcd);
+  // Another handle on XRC target QP qpn of xrcd (ibv_open_qp): destroy_qp
+  // closes one handle; the QP goes with the last (EINVAL: no such target QP in
+  // that domain).
+  Result<Qp*> open_qp(Xrcd* xrcd, uint32_t qpn);
   std::error_code destroy_srq(Srq* srq);
   Result<Ah*> create_ah(Pd* pd, const AhAttr& attr);
   std::error_code destroy_ah(Ah* ah);

@@ -53,12 +53,14 @@ class Device::Engine {
   std::vector<std::unique_ptr<ChannelImpl>> channels;
   std::vector<std::unique_ptr<CqImpl>> cqs;
   std::vector<std::unique_ptr<SrqImpl>> srqs;
+  std::vector<std::unique_ptr<XrcdImpl>> xrcds;
+  std::unordered_map<uint32_t, SrqImpl*> srq_by_num;
   std::vector<std::unique_ptr<AhImpl>> ahs;
   std::vector<std::unique_ptr<QpImpl>> qps;
   std::unordered_map<uint32_t, QpImpl*> qp_by_num;
   std::unordered_map<uint32_t, MrImpl*> mr_by_key;
   std::unordered_map<uint32_t, MwImpl*> mw_by_index;  // R_Key >> 8 (MRs and MWs share the index space)
-  uint32_t next_qpn = 0x11, next_mr_index = 1, next_pd_handle = 1;
+  uint32_t next_qpn = 0x11, next_mr_index = 1, next_pd_handle = 1, next_srq_num = 1;
 
   TxQueue tx;
   std::vector<QpImpl*> ack_list;  // QPs with a deferred ACK (reserved capacity)
@@ -102,6 +104,10 @@ class Device::Engine {
     auto it = qp_by_num.find(qpn);
     return it == qp_by_num.end() ? nullptr : it->second;
   }
+  SrqImpl* find_srq(uint32_t num) const {
+    auto it = srq_by_num.find(num);
+    return it == srq_by_num.end() ? nullptr : it->second;
+  }
 };
 
 inline std::error_code errc(int e) { return {e, std::generic_category()}; }
@@ -114,6 +120,7 @@ bool device_owns_channel(const Engine& e, const CompChannel* c);
 bool device_owns_mr(const Engine& e, const Mr* m);
 bool device_owns_qp(const Engine& e, const Qp* q);
 bool device_owns_mw(const Engine& e, const Mw* w);
+bool device_owns_xrcd(const Engine& e, const Xrcd* x);
 
 // mw.cc: remote access (IBTA 10.6.3.2, C9-88) through an MR's R_Key or a bound
 // window's: the key names an MR or a valid window of qp's PD (a type 2 window:

@@ -112,12 +112,23 @@ class RecvQueue {
   uint64_t head_ = 0, tail_ = 0;
 };
 
+struct XrcdImpl final : Xrcd {
+  Engine* eng = nullptr;
+  uint64_t file_key = 0;  // 0: not tied to a file
+  int opens = 0;          // open_xrcd calls not yet closed
+  int users = 0;          // XRC SRQs and target QPs in it
+};
+
 struct SrqImpl final : Srq {
   Engine* eng = nullptr;
   PdImpl* pd = nullptr;
   RecvQueue rq;
   uint32_t limit = 0;  // armed when > 0
   int users = 0;       // QPs on it
+  uint32_t num = 0;    // srq_num, 24 bits, unique on the device
+  SrqType type_ = SrqType::kBasic;
+  XrcdImpl* xrcd = nullptr;  // XRC
+  CqImpl* cq = nullptr;      // XRC: its receives complete here
 };
 
 struct AhImpl final : Ah {

@@ -112,7 +112,7 @@ WcStatus exec_bind_mw(QpImpl& qp, const SendWr& wr) {
 bool invalidate_rkey(QpImpl& qp, uint32_t rkey) {
   MwImpl* w = window_of(*qp.eng, rkey);
   // o10-37.2.26: type 1 windows cannot be invalidated; only a bound type 2 one of this PD.
-  if (!w || w->type != MwType::kType2 || w->state != MwImpl::State::kValid || w->pd != qp.pd) return false;
+  if (!w || w->type != MwType::kType2 || w->state != MwImpl::State::kValid || w->pd != qp.rx_pd()) return false;
   unbind(*w);
   w->state = MwImpl::State::kFree;
   return true;
@@ -130,14 +130,14 @@ bool resolve_rkey(QpImpl& qp, uint32_t rkey, uint64_t va, uint64_t len, unsigned
   if (len == 0) return true;
   Engine& e = *qp.eng;
   if (MrImpl* m = e.find_mr(rkey)) {
-    if (m->pd != qp.pd || !(m->access & need) || !m->at(va, len)) return false;
+    if (m->pd != qp.rx_pd() || !(m->access & need) || !m->at(va, len)) return false;
     *mr = m;
     *mr_va = va;
     return true;
   }
   // rxe_lookup_mw: the current key, valid, bound, this PD, type 2 bound to this QP, the access.
   MwImpl* w = window_of(e, rkey);
-  if (!w || w->state != MwImpl::State::kValid || !w->mr || w->pd != qp.pd || !(w->access & need) ||
+  if (!w || w->state != MwImpl::State::kValid || !w->mr || w->pd != qp.rx_pd() || !(w->access & need) ||
       (w->type == MwType::kType2 && w->qp != &qp))
     return false;
   const uint64_t base = (w->access & access::kZeroBased) ? 0 : w->addr;

@@ -26,6 +26,8 @@ std::string_view to_string(QpType t) {
     case QpType::kRC: return "RC";
     case QpType::kUC: return "UC";
     case QpType::kUD: return "UD";
+    case QpType::kXrcIni: return "XRC_INI";
+    case QpType::kXrcTgt: return "XRC_TGT";
   }
   return "?";
 }

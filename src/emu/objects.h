@@ -107,8 +107,22 @@ class Cq : public Object {
   ~Cq() = default;
 };
 
+// An XRC domain (IBTA XRC annex; ibv_open_xrcd): XRC SRQs and XRC target QPs
+// belong to one. Contexts of a device that open it through the same file
+// share it.
+class Xrcd : public Object {
+ protected:
+  Xrcd() = default;
+  ~Xrcd() = default;
+};
+
 class Srq : public Object {
  public:
+  // Its number (ibv_get_srq_num): what an XRC initiator names in the XRCETH.
+  uint32_t srq_num() const;
+  SrqType type() const;
+  Xrcd* xrcd() const;  // XRC: its domain
+  Cq* cq() const;      // XRC: where its receives complete
   std::error_code post_recv(std::span<const RecvWr> wrs, size_t* n_posted);
   // mask: srq_attr:: bits. kLimit arms the SRQ limit event (fires once when the
   // number of posted WRs drops below srq_limit).
@@ -140,6 +154,7 @@ class Qp : public Object {
   Cq* send_cq() const;
   Cq* recv_cq() const;
   Srq* srq() const;
+  Xrcd* xrcd() const;  // XRC_TGT: its domain
 
   // IBTA 10.3.1 / qp_state_table.md: checks the transition and every attribute,
   // then applies them all; EINVAL and nothing changed on any violation.

@@ -59,6 +59,7 @@ std::error_code prepare_wqe(QpImpl& qp, const SendWr& wr, SendWqe& w) {
     // IBTA 10.2.4.1: a Q_Key with the high bit set means "use the QP's own".
     w.ud_qkey = (wr.ud.remote_qkey & 0x80000000u) ? qp.attr.qkey : wr.ud.remote_qkey;
   }
+  w.wr.xrc_remote_srqn &= wire::kMask24;
   if (is_inline) {
     size_t off = 0;
     for (const Sge& s : sges) {
@@ -102,7 +103,10 @@ std::error_code Qp::post_send(std::span<const SendWr> wrs, size_t* n_posted) {
   std::lock_guard lk(e.mu);
   size_t n = 0;
   std::error_code ec;
-  if (qp.state_ == QpState::kReset || qp.state_ == QpState::kInit || qp.state_ == QpState::kRtr) {
+  if (qp.type_ == QpType::kXrcTgt) {
+    ec = errc(EINVAL);
+    qp.refusal = "post_send on an XRC target QP: it only receives (its initiator sends)";
+  } else if (qp.state_ == QpState::kReset || qp.state_ == QpState::kInit || qp.state_ == QpState::kRtr) {
     ec = errc(EINVAL);
     qp.refusal = "post_send on a QP in " + std::string(to_string(qp.state_)) +
                  ": the send queue takes work requests from RTS on";
@@ -144,10 +148,12 @@ std::error_code Qp::post_recv(std::span<const RecvWr> wrs, size_t* n_posted) {
   std::lock_guard lk(e.mu);
   size_t n = 0;
   std::error_code ec;
-  if (qp.srq_ || qp.state_ == QpState::kReset) {
+  if (qp.srq_ || qp.state_ == QpState::kReset || qp.type_ == QpType::kXrcIni || qp.type_ == QpType::kXrcTgt) {
     ec = errc(EINVAL);
     qp.refusal = qp.srq_ ? "post_recv on a QP with an SRQ: receives go to the SRQ (ibv_post_srq_recv)"
-                         : "post_recv on a QP in RESET: the receive queue takes work requests from INIT on";
+                 : qp.type_ == QpType::kXrcIni ? "post_recv on an XRC initiator QP: it has no receive queue"
+                 : qp.type_ == QpType::kXrcTgt ? "post_recv on an XRC target QP: receives go to its domain's XRC SRQs"
+                                               : "post_recv on a QP in RESET: the receive queue takes work requests from INIT on";
   } else {
     for (const RecvWr& wr : wrs) {
       if ((ec = qp.rq.push(wr))) {

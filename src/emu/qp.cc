@@ -12,7 +12,32 @@ namespace {
 
 constexpr uint32_t kMaxInline = 1024;
 
-bool type_valid(QpType t) { return t == QpType::kRC || t == QpType::kUC || t == QpType::kUD; }
+bool type_valid(QpType t) {
+  return t == QpType::kRC || t == QpType::kUC || t == QpType::kUD || t == QpType::kXrcIni || t == QpType::kXrcTgt;
+}
+
+// Which objects a QP type takes (IBTA XRC annex; rdma-core ibv_create_qp_ex):
+// an XRC initiator has a PD and a send queue only; an XRC target has an XRC
+// domain and nothing else (its messages land in the domain's XRC SRQs).
+std::error_code check_objects(const Engine& e, Pd* pd, const QpInitAttr& a) {
+  switch (a.qp_type) {
+    case QpType::kXrcTgt:
+      if (!a.xrcd || !device_owns_xrcd(e, a.xrcd)) return errc(EINVAL);
+      return {};
+    case QpType::kXrcIni:
+      if (!device_owns_pd(e, pd) || !a.send_cq || !device_owns_cq(e, a.send_cq) || a.srq) return errc(EINVAL);
+      return {};
+    case QpType::kRC:
+    case QpType::kUC:
+    case QpType::kUD:
+      break;
+  }
+  if (!device_owns_pd(e, pd)) return errc(EINVAL);
+  if (!a.send_cq || !a.recv_cq || !device_owns_cq(e, a.send_cq) || !device_owns_cq(e, a.recv_cq))
+    return errc(EINVAL);
+  if (a.srq && !device_owns_srq(e, a.srq)) return errc(EINVAL);
+  return {};
+}
 
 }  // namespace
 
@@ -31,11 +56,12 @@ wire::IpUdpInfo QpImpl::ip_to(const wire::IpAddr& to) const {
 Result<Qp*> Device::create_qp(Pd* pd, const QpInitAttr& a) {
   Engine& e = *engine_;
   std::lock_guard lk(e.mu);
-  if (!device_owns_pd(e, pd) || !type_valid(a.qp_type)) return errc(EINVAL);
-  if (!a.send_cq || !a.recv_cq || !device_owns_cq(e, a.send_cq) || !device_owns_cq(e, a.recv_cq))
-    return errc(EINVAL);
-  if (a.srq && !device_owns_srq(e, a.srq)) return errc(EINVAL);
-  const QpCap& c = a.cap;
+  if (!type_valid(a.qp_type)) return errc(EINVAL);
+  if (std::error_code ec = check_objects(e, pd, a)) return ec;
+  const bool tgt = a.qp_type == QpType::kXrcTgt, ini = a.qp_type == QpType::kXrcIni;
+  QpCap c = a.cap;
+  if (tgt) c = QpCap{};  // no queues of its own (rdma-core ignores the caps)
+  if (ini) c.max_recv_wr = c.max_recv_sge = 0;
   const auto max_wr = static_cast<uint32_t>(e.dattr.max_qp_wr);
   const auto max_sge = static_cast<uint32_t>(e.dattr.max_sge);
   if (c.max_send_wr > max_wr || c.max_recv_wr > max_wr || c.max_send_sge > max_sge ||
@@ -46,16 +72,19 @@ Result<Qp*> Device::create_qp(Pd* pd, const QpInitAttr& a) {
   auto qp = std::make_unique<QpImpl>();
   QpImpl& q = *qp;
   q.eng = &e;
-  q.pd = static_cast<PdImpl*>(pd);
-  q.scq = static_cast<CqImpl*>(a.send_cq);
-  q.rcq = static_cast<CqImpl*>(a.recv_cq);
-  q.srq_ = static_cast<SrqImpl*>(a.srq);
+  q.pd = tgt ? nullptr : static_cast<PdImpl*>(pd);
+  q.scq = tgt ? nullptr : static_cast<CqImpl*>(a.send_cq);
+  q.rcq = tgt || ini ? nullptr : static_cast<CqImpl*>(a.recv_cq);
+  q.srq_ = tgt || ini ? nullptr : static_cast<SrqImpl*>(a.srq);
+  q.xrcd = tgt ? static_cast<XrcdImpl*>(a.xrcd) : nullptr;
   q.type_ = a.qp_type;
   q.sq_sig_all = a.sq_sig_all;
   q.cap_.max_send_wr = std::max<uint32_t>(c.max_send_wr, 1);
   q.cap_.max_send_sge = std::max<uint32_t>(c.max_send_sge, 1);
-  q.cap_.max_recv_wr = q.srq_ ? 0 : std::max<uint32_t>(c.max_recv_wr, 1);
-  q.cap_.max_recv_sge = q.srq_ ? 0 : std::max<uint32_t>(c.max_recv_sge, 1);
+  const bool has_rq = !q.srq_ && !tgt && !ini;
+  q.cap_.max_recv_wr = has_rq ? std::max<uint32_t>(c.max_recv_wr, 1) : 0;
+  q.cap_.max_recv_sge = has_rq ? std::max<uint32_t>(c.max_recv_sge, 1) : 0;
+  if (tgt) q.cap_.max_send_wr = q.cap_.max_send_sge = 0;
   q.cap_.max_inline_data = c.max_inline_data;
   while (e.qp_by_num.count(e.next_qpn) || e.next_qpn < 2) e.next_qpn = (e.next_qpn + 1) & 0xFFFFFF;
   q.qpn = e.next_qpn;
@@ -63,13 +92,15 @@ Result<Qp*> Device::create_qp(Pd* pd, const QpInitAttr& a) {
   // RoCEv2 UDP source port: 0xC000 | 14 bits of the QPN hash (as rxe's older scheme)
   q.sport = static_cast<uint16_t>(0xC000 | ((q.qpn ^ (q.qpn >> 14) ^ (q.qpn * 2654435761u >> 18)) & 0x3FFF));
 
-  q.sq.resize(q.cap_.max_send_wr);
+  q.sq.resize(std::max<uint32_t>(q.cap_.max_send_wr, 1));  // an XRC target posts nothing; never empty
   for (SendWqe& w : q.sq) {
     w.segs.resize(q.cap_.max_send_sge);
     w.inline_buf.resize(q.cap_.max_inline_data);
   }
-  if (!q.srq_) q.rq.init(q.cap_.max_recv_wr, q.cap_.max_recv_sge);
-  q.resp.wqe.sge.resize(std::max<uint32_t>({q.cap_.max_recv_sge, q.srq_ ? q.srq_->rq.max_sge() : 0, 1}));
+  if (has_rq) q.rq.init(q.cap_.max_recv_wr, q.cap_.max_recv_sge);
+  // An XRC target takes WQEs from any XRC SRQ of its domain: room for the most SGEs one may have.
+  const uint32_t srq_sge = tgt ? static_cast<uint32_t>(e.dattr.max_srq_sge) : q.srq_ ? q.srq_->rq.max_sge() : 0;
+  q.resp.wqe.sge.resize(std::max<uint32_t>({q.cap_.max_recv_sge, srq_sge, 1}));
   q.resp.res.resize(1);
   QpImpl* raw = &q;
   q.comp.retrans_timer = e.transport->make_timer([raw] { comp_on_retrans_timer(*raw); });
@@ -79,10 +110,11 @@ Result<Qp*> Device::create_qp(Pd* pd, const QpInitAttr& a) {
   q.attr.port_num = kPortNum;
   q.attr.path_mtu = e.pattr.active_mtu;
 
-  q.pd->users++;
-  q.scq->users++;
-  q.rcq->users++;
+  if (q.pd) q.pd->users++;
+  if (q.scq) q.scq->users++;
+  if (q.rcq) q.rcq->users++;
   if (q.srq_) q.srq_->users++;
+  if (q.xrcd) q.xrcd->users++;
   e.qp_by_num[q.qpn] = raw;
   e.qps.push_back(std::move(qp));
   return static_cast<Qp*>(raw);
@@ -93,14 +125,17 @@ std::error_code Device::destroy_qp(Qp* qpp) {
   std::lock_guard lk(e.mu);
   if (!device_owns_qp(e, qpp)) return errc(EINVAL);
   auto* qp = static_cast<QpImpl*>(qpp);
+  // An XRC target QP goes with its last handle (ibv_open_qp adds handles).
+  if (qp->type_ == QpType::kXrcTgt && --qp->handles > 0) return {};
   // Type 2 windows bound to it go back to free (rxe drops them with the QP).
   for (auto& w : e.mws)
     if (w->qp == qp) invalidate_rkey(*qp, w->key);
   e.qp_by_num.erase(qp->qpn);
-  qp->pd->users--;
-  qp->scq->users--;
-  qp->rcq->users--;
+  if (qp->pd) qp->pd->users--;
+  if (qp->scq) qp->scq->users--;
+  if (qp->rcq) qp->rcq->users--;
   if (qp->srq_) qp->srq_->users--;
+  if (qp->xrcd) qp->xrcd->users--;
   std::erase(e.ack_list, qp);
   for (auto it = e.qps.begin(); it != e.qps.end(); ++it) {
     if (it->get() == qp) {
@@ -145,6 +180,7 @@ std::error_code Qp::query(QpAttr* attr, QpInitAttr* init) const {
     init->srq = q->srq_;
     init->cap = q->cap_;
     init->qp_type = q->type_;
+    init->xrcd = q->xrcd;
     init->sq_sig_all = q->sq_sig_all;
   }
   return {};

@@ -84,6 +84,9 @@ struct Responder {
   bool have_wqe = false;
   RecvWqe wqe;           // copy (max_recv_sge SGEs)
   uint32_t offset = 0;   // bytes received into it
+  // XRC target: the XRC SRQ the request being processed names (its XRCETH);
+  // its receive WQE, its PD (L_Keys, R_Keys) and its CQ serve the message.
+  SrqImpl* xrc_srq = nullptr;
   // WRITE in progress
   MrImpl* mr = nullptr;
   uint64_t va = 0;
@@ -103,6 +106,8 @@ class QpImpl final : public Qp {
   CqImpl* scq = nullptr;
   CqImpl* rcq = nullptr;
   SrqImpl* srq_ = nullptr;
+  XrcdImpl* xrcd = nullptr;  // XRC_TGT
+  int handles = 1;           // XRC_TGT: the creator's and every open_qp's
   QpType type_ = QpType::kRC;
   uint32_t qpn = 0;
   bool sq_sig_all = false;
@@ -124,6 +129,11 @@ class QpImpl final : public Qp {
   Responder resp;
 
   SendWqe& wqe(uint64_t i) { return sq[i % sq.size()]; }
+  // Reliable connected: RC and both XRC halves (ACKs, retries, NAKs).
+  bool reliable() const { return type_ == QpType::kRC || type_ == QpType::kXrcIni || type_ == QpType::kXrcTgt; }
+  // The PD that requests to this QP are checked against: an XRC target has
+  // none of its own, it uses the PD of the XRC SRQ the request names.
+  PdImpl* rx_pd() const { return type_ == QpType::kXrcTgt ? (resp.xrc_srq ? resp.xrc_srq->pd : nullptr) : pd; }
   uint32_t pmtu() const { return mtu_bytes(attr.path_mtu); }
   bool sq_full() const { return sq_tail - sq_head == sq.size(); }
   // The port on this device's transport for packets of this QP.

@@ -56,6 +56,31 @@ constexpr auto make_table() {
             kAccessFlags | kPkeyIndex | kMinRnrTimer | kPathMigState,
         kAv | kAltPath | kAccessFlags | kPkeyIndex | kPathMigState, kPkeyIndex | kQkey);
   t[S(Q::kSqe)][S(Q::kRts)] = T(0, 0, 0, 0, kCurState | kAccessFlags, kCurState | kQkey);
+
+  // XRC (qp_state_table.md; Linux qp_state_table): the initiator is RC without
+  // the responder's attributes, the target RC without the requester's.
+  auto xrc = [&](Q from, Q to, uint32_t ini_req, uint32_t tgt_req, uint32_t ini_opt, uint32_t tgt_opt) {
+    QpTransition& x = t[S(from)][S(to)];
+    x.req[3] = ini_req; x.req[4] = tgt_req;
+    x.opt[3] = ini_opt; x.opt[4] = tgt_opt;
+  };
+  xrc(Q::kReset, Q::kInit, kPkeyIndex | kPort | kAccessFlags, kPkeyIndex | kPort | kAccessFlags, 0, 0);
+  xrc(Q::kInit, Q::kInit, 0, 0, kPkeyIndex | kPort | kAccessFlags, kPkeyIndex | kPort | kAccessFlags);
+  xrc(Q::kInit, Q::kRtr, kAv | kPathMtu | kDestQpn | kRqPsn,
+      kAv | kPathMtu | kDestQpn | kRqPsn | kMaxDestRdAtomic | kMinRnrTimer,
+      kAltPath | kAccessFlags | kPkeyIndex, kAltPath | kAccessFlags | kPkeyIndex);
+  xrc(Q::kRtr, Q::kRts, kTimeout | kRetryCnt | kRnrRetry | kSqPsn | kMaxQpRdAtomic, kTimeout | kSqPsn,
+      kCurState | kAltPath | kAccessFlags | kPathMigState,
+      kCurState | kAltPath | kAccessFlags | kMinRnrTimer | kPathMigState);
+  for (Q from : {Q::kRts, Q::kSqd})
+    xrc(from, Q::kRts, 0, 0, kCurState | kAltPath | kAccessFlags | kPathMigState,
+        kCurState | kAltPath | kAccessFlags | kPathMigState | kMinRnrTimer);
+  xrc(Q::kRts, Q::kSqd, 0, 0, kEnSqdAsyncNotify, kEnSqdAsyncNotify);
+  xrc(Q::kSqd, Q::kSqd, 0, 0,
+      kPort | kAv | kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic | kAltPath | kAccessFlags | kPkeyIndex |
+          kPathMigState,
+      kPort | kAv | kTimeout | kMaxDestRdAtomic | kAltPath | kAccessFlags | kPkeyIndex | kMinRnrTimer |
+          kPathMigState);
   return t;
 }
 

@@ -11,11 +11,20 @@ namespace rocelab::emu {
 
 struct QpTransition {
   bool valid = false;
-  uint32_t req[3] = {0, 0, 0};  // indexed by type_index(): RC, UC, UD
-  uint32_t opt[3] = {0, 0, 0};
+  uint32_t req[5] = {0, 0, 0, 0, 0};  // indexed by type_index(): RC, UC, UD, XRC_INI, XRC_TGT
+  uint32_t opt[5] = {0, 0, 0, 0, 0};
 };
 
-constexpr int type_index(QpType t) { return t == QpType::kRC ? 0 : t == QpType::kUC ? 1 : 2; }
+constexpr int type_index(QpType t) {
+  switch (t) {
+    case QpType::kRC: return 0;
+    case QpType::kUC: return 1;
+    case QpType::kUD: return 2;
+    case QpType::kXrcIni: return 3;
+    case QpType::kXrcTgt: return 4;
+  }
+  return 0;
+}
 
 // The transition from -> to (without the implicit STATE bit).
 const QpTransition& qp_transition(QpState from, QpState to);

@@ -105,6 +105,8 @@ bool transport_matches(QpType t, wire::Transport w) {
     case QpType::kRC: return w == wire::Transport::kRC;
     case QpType::kUC: return w == wire::Transport::kUC;
     case QpType::kUD: return w == wire::Transport::kUD;
+    case QpType::kXrcIni:
+    case QpType::kXrcTgt: return w == wire::Transport::kXRC;
   }
   return false;
 }
@@ -137,6 +139,10 @@ void Device::Engine::receive(const Datagram& arrived) {
     return drop(qp, d, "opcode of another transport", &Counters::rcvd_hdr_err);
   const QpState s = qp->state_;
   const bool is_request = info.is(wire::OpClass::kRequest);
+  // XRC: requests go to a target QP, responses to an initiator.
+  if ((qp->type_ == QpType::kXrcIni && is_request) || (qp->type_ == QpType::kXrcTgt && !is_request))
+    return drop(qp, d, is_request ? "XRC request to an initiator QP" : "XRC response to a target QP",
+                &Counters::rcvd_hdr_err);
   // IBTA 10.3.1: a QP receives in RTR and later; it answers (as requester) from RTS.
   const bool can_receive = s == QpState::kRtr || s == QpState::kRts || s == QpState::kSqd ||
                            s == QpState::kSqe;
@@ -150,7 +156,7 @@ void Device::Engine::receive(const Datagram& arrived) {
   // older incarnation of the connection): since a response beyond a WQE
   // completes it implicitly, it would complete every outstanding SEND and
   // WRITE. (req.next_psn only moves forward: retries resend below it.)
-  if (!is_request && qp->type_ == QpType::kRC && !pkt.hdr.bth.psn.before(qp->req.next_psn))
+  if (!is_request && qp->reliable() && !pkt.hdr.bth.psn.before(qp->req.next_psn))
     return drop(qp, d, "response for a PSN never sent", &Counters::rcvd_hdr_err);
   counters.rcvd_pkts++;
   qp->ctr.rcvd_pkts++;

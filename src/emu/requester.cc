@@ -26,6 +26,8 @@ wire::Transport wire_transport(QpType t) {
     case QpType::kRC: return wire::Transport::kRC;
     case QpType::kUC: return wire::Transport::kUC;
     case QpType::kUD: return wire::Transport::kUD;
+    case QpType::kXrcIni:
+    case QpType::kXrcTgt: return wire::Transport::kXRC;
   }
   return wire::Transport::kRC;
 }
@@ -54,6 +56,8 @@ void send_packet(QpImpl& qp, SendWqe& w) {
     h.bth.dest_qpn = wire::Qpn(qp.attr.dest_qp_num);
     ip = qp.ip_to(qp.dst);
   }
+  // XRC: every request names the target's XRC SRQ (XRCETH).
+  if (info.carries(wire::Hdr::kXrcEth)) h.xrceth.srqn = w.wr.xrc_remote_srqn;
   switch (op.kind) {
     case WrKind::kRead:
       // IBTA 9.4.4: a retried READ asks only for what has not arrived.
@@ -78,7 +82,7 @@ void send_packet(QpImpl& qp, SendWqe& w) {
   if (last && (w.wr.send_flags & send_flags::kSolicited) &&
       (info.is(OpClass::kSend) || info.carries(wire::Hdr::kImmDt)))
     h.bth.se = true;
-  if (qp.type_ == QpType::kRC) {
+  if (qp.reliable()) {
     // rxe: AckReq on the last packet of a message, and every kAckReqEvery packets.
     if (last || ++qp.req.noack_pkts >= kAckReqEvery) {
       h.bth.ack_req = true;
@@ -95,7 +99,7 @@ void send_packet(QpImpl& qp, SendWqe& w) {
 void req_run(QpImpl& qp) {
   if (qp.state_ != QpState::kRts && qp.state_ != QpState::kSqd) return;
   if (qp.req.rnr_wait) return;
-  const bool rc = qp.type_ == QpType::kRC;
+  const bool rc = qp.reliable();
   bool sent = false;
   while (qp.req.cur != qp.sq_tail && qp.state_ != QpState::kErr) {
     SendWqe& w = qp.wqe(qp.req.cur);

@@ -60,9 +60,15 @@ bool starts_message(const wire::OpInfo& i) { return is_first(i) || is_read(i) ||
 
 // ---- sending responses ----
 
+// The opcode of a response on this QP's transport (an XRC target answers
+// with XRC opcodes: ACK 0xB1, READ responses 0xAD-0xB0, ATOMIC ACK 0xB2).
+uint8_t resp_op(const QpImpl& qp, uint8_t rc_op) {
+  return qp.type_ == QpType::kXrcTgt ? wire::for_transport(wire::Transport::kXRC, rc_op).value_or(rc_op) : rc_op;
+}
+
 void send_ack(QpImpl& qp, Psn psn, wire::Aeth aeth) {
   wire::RoceHeaders h;
-  h.bth.opcode = op::kRcAck;
+  h.bth.opcode = resp_op(qp, op::kRcAck);
   h.bth.dest_qpn = wire::Qpn(qp.attr.dest_qp_num);
   h.bth.psn = psn;
   h.aeth = aeth;
@@ -77,10 +83,10 @@ void send_read_responses(QpImpl& qp, Psn psn, const std::byte* src, uint32_t len
   const wire::IpUdpInfo ip = qp.ip_to(qp.dst);
   for (uint32_t k = 0; k < n; ++k) {
     wire::RoceHeaders h;
-    h.bth.opcode = n == 1 ? op::kRcReadRespOnly
-                   : k == 0 ? op::kRcReadRespFirst
-                   : k + 1 == n ? op::kRcReadRespLast
-                                : op::kRcReadRespMiddle;
+    h.bth.opcode = resp_op(qp, n == 1 ? op::kRcReadRespOnly
+                               : k == 0 ? op::kRcReadRespFirst
+                               : k + 1 == n ? op::kRcReadRespLast
+                                            : op::kRcReadRespMiddle);
     h.bth.dest_qpn = wire::Qpn(qp.attr.dest_qp_num);
     h.bth.psn = psn + k;
     h.aeth = wire::Aeth::ack(msn);
@@ -92,7 +98,7 @@ void send_read_responses(QpImpl& qp, Psn psn, const std::byte* src, uint32_t len
 
 void send_atomic_ack(QpImpl& qp, Psn psn, uint64_t orig, uint32_t msn) {
   wire::RoceHeaders h;
-  h.bth.opcode = op::kRcAtomicAck;
+  h.bth.opcode = resp_op(qp, op::kRcAtomicAck);
   h.bth.dest_qpn = wire::Qpn(qp.attr.dest_qp_num);
   h.bth.psn = psn;
   h.aeth = wire::Aeth::ack(msn);
@@ -106,8 +112,8 @@ void cancel_pending_ack(QpImpl& qp) { qp.resp.ack_pending = false; }
 // ---- receive WQEs ----
 
 bool take_recv_wqe(QpImpl& qp) {
-  if (qp.srq_) {
-    if (!srq_take(*qp.srq_, &qp.resp.wqe)) return false;
+  if (SrqImpl* srq = qp.type_ == QpType::kXrcTgt ? qp.resp.xrc_srq : qp.srq_) {
+    if (!srq_take(*srq, &qp.resp.wqe)) return false;
   } else {
     if (qp.rq.empty()) return false;
     const RecvWqe& w = qp.rq.front();
@@ -133,7 +139,7 @@ int recv_write(QpImpl& qp, uint64_t off, const std::byte* src, uint32_t n) {
       continue;
     }
     MrImpl* mr = e.find_mr(s.lkey);
-    std::byte* p = mr && mr->pd == qp.pd && (mr->access & access::kLocalWrite) ? mr->at(s.addr, s.length) : nullptr;
+    std::byte* p = mr && mr->pd == qp.rx_pd() && (mr->access & access::kLocalWrite) ? mr->at(s.addr, s.length) : nullptr;
     if (!p) return 2;
     const uint32_t k = static_cast<uint32_t>(std::min<uint64_t>(s.length - off, n));
     std::memcpy(p + off, src, k);
@@ -226,7 +232,7 @@ RespState chk_psn(QpImpl& qp, Scratch& s) {
 
 RespState error_for(QpImpl& qp, Scratch& s, RespState rc_error, std::string_view why) {
   s.reason = why;
-  if (qp.type_ == QpType::kRC) return rc_error;
+  if (qp.reliable()) return rc_error;
   qp.resp.uc_drop = true;
   qp.resp.seq = Responder::Seq::kNone;
   return RespState::kDrop;
@@ -246,6 +252,16 @@ RespState chk_op_seq(QpImpl& qp, Scratch& s) {
 }
 
 RespState chk_op_valid(QpImpl& qp, Scratch& s) {
+  if (qp.type_ == QpType::kXrcTgt) {
+    // XRC: the XRCETH names an XRC SRQ of this target's domain; the message's
+    // WQE, PD and CQ are that SRQ's; a message keeps the SRQ it started with.
+    std::string_view why;
+    SrqImpl* srq = xrc_srq_for(qp, s.pkt.hdr.xrceth.srqn, &why);
+    if (!srq) return error_for(qp, s, RespState::kErrInvalidRequest, why);
+    if (!starts_message(s.info) && qp.resp.xrc_srq != srq)
+      return error_for(qp, s, RespState::kErrInvalidRequest, "XRCETH changes SRQ within a message");
+    qp.resp.xrc_srq = srq;
+  }
   const unsigned a = qp.attr.qp_access_flags;
   // IBTA 10.2.4.4: the QP's remote access flags gate each operation class.
   if ((is_write(s.info) && !(a & access::kRemoteWrite)) || (is_read(s.info) && !(a & access::kRemoteRead)) ||
@@ -259,7 +275,7 @@ RespState chk_resource(QpImpl& qp, Scratch& s) {
                          (is_write(s.info) && is_last(s.info) && s.info.carries(Hdr::kImmDt));
   if (needs_wqe && !qp.resp.have_wqe && !take_recv_wqe(qp)) {
     s.reason = "no receive WQE";
-    if (qp.type_ == QpType::kRC) return RespState::kErrRnr;
+    if (qp.reliable()) return RespState::kErrRnr;
     qp.resp.uc_drop = true;
     qp.resp.seq = Responder::Seq::kNone;
     return RespState::kDrop;
@@ -404,7 +420,7 @@ RespState complete(QpImpl& qp, Scratch& s) {
 }
 
 RespState acknowledge(QpImpl& qp, Scratch& s) {
-  if (qp.type_ != QpType::kRC || !s.pkt.hdr.bth.ack_req) return RespState::kDone;
+  if (!qp.reliable() || !s.pkt.hdr.bth.ack_req) return RespState::kDone;
   // One ACK per QP per receive batch: a later one covers the earlier (rxe ack_deferred).
   if (qp.resp.ack_pending) {
     qp.ctr.ack_deferred++;
@@ -467,7 +483,7 @@ RespState class_c(QpImpl& qp, Scratch& s, NakCode code, WcStatus recv_status, Ev
 }
 
 RespState err_length(QpImpl& qp, Scratch& s) {
-  if (qp.type_ != QpType::kRC) {
+  if (!qp.reliable()) {
     // UC: the receive WQE completes with a length error; the message is dropped.
     if (qp.resp.have_wqe) complete_recv(qp, s, WcStatus::kLocLenErr, WcOpcode::kRecv, qp.resp.offset);
     return RespState::kDrop;

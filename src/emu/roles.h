@@ -47,6 +47,9 @@ void scatter(const Seg* segs, uint32_t nseg, uint64_t off, const std::byte* src,
 }  // namespace rocelab::emu
 
 namespace rocelab::emu {
+// xrc.cc: the XRC SRQ an XRC target steers a request to (its XRCETH's
+// srqn): one of the target's domain; nullptr and *why otherwise.
+SrqImpl* xrc_srq_for(QpImpl& qp, uint32_t srqn, std::string_view* why);
 // srq.cc: takes the next WQE of an SRQ into out (whose sge vector is large enough).
 bool srq_take(SrqImpl& srq, RecvWqe* out);
 // completion.cc: a CQ overflowed: CQ_ERR, and its QPs go to ERR.

@@ -3,6 +3,7 @@
 #include <cerrno>
 
 #include "emu/engine.h"
+#include "emu/qp_impl.h"
 
 namespace rocelab::emu {
 
@@ -24,21 +25,51 @@ std::error_code RecvQueue::push(const RecvWr& wr) {
   return {};
 }
 
-Result<Srq*> Device::create_srq(Pd* pd, const SrqAttr& attr) {
-  Engine& e = *engine_;
-  std::lock_guard lk(e.mu);
+namespace {
+
+// Device lock held: a new SRQ (basic, or XRC when xrcd is set) after the checks.
+Result<Srq*> make_srq(Engine& e, Pd* pd, Xrcd* xrcd, Cq* cq, const SrqAttr& attr) {
   if (!device_owns_pd(e, pd)) return errc(EINVAL);
+  if (xrcd && (!device_owns_xrcd(e, xrcd) || !cq || !device_owns_cq(e, cq))) return errc(EINVAL);
   if (attr.max_wr < 1 || attr.max_wr > static_cast<uint32_t>(e.dattr.max_srq_wr) ||
       attr.max_sge > static_cast<uint32_t>(e.dattr.max_srq_sge) || attr.srq_limit > attr.max_wr)
     return errc(EINVAL);
+  if (e.srqs.size() >= static_cast<size_t>(e.dattr.max_srq)) return errc(ENOMEM);
   auto srq = std::make_unique<SrqImpl>();
   srq->eng = &e;
   srq->pd = static_cast<PdImpl*>(pd);
   srq->rq.init(attr.max_wr, std::max<uint32_t>(attr.max_sge, 1));
   srq->pd->users++;
+  if (xrcd) {
+    srq->type_ = SrqType::kXrc;
+    srq->xrcd = static_cast<XrcdImpl*>(xrcd);
+    srq->cq = static_cast<CqImpl*>(cq);
+    srq->xrcd->users++;
+    srq->cq->users++;
+  }
+  while (e.srq_by_num.count(e.next_srq_num) || e.next_srq_num == 0)
+    e.next_srq_num = (e.next_srq_num + 1) & 0xFFFFFF;
+  srq->num = e.next_srq_num;
+  e.next_srq_num = (e.next_srq_num + 1) & 0xFFFFFF;
+  e.srq_by_num[srq->num] = srq.get();
   Srq* r = srq.get();
   e.srqs.push_back(std::move(srq));
   return r;
+}
+
+}  // namespace
+
+Result<Srq*> Device::create_srq(Pd* pd, const SrqAttr& attr) {
+  Engine& e = *engine_;
+  std::lock_guard lk(e.mu);
+  return make_srq(e, pd, nullptr, nullptr, attr);
+}
+
+Result<Srq*> Device::create_xrc_srq(Pd* pd, Xrcd* xrcd, Cq* cq, const SrqAttr& attr) {
+  Engine& e = *engine_;
+  std::lock_guard lk(e.mu);
+  if (!xrcd) return errc(EINVAL);
+  return make_srq(e, pd, xrcd, cq, attr);
 }
 
 std::error_code Device::destroy_srq(Srq* s) {
@@ -48,6 +79,16 @@ std::error_code Device::destroy_srq(Srq* s) {
   auto* srq = static_cast<SrqImpl*>(s);
   if (srq->users > 0) return errc(EBUSY);
   srq->pd->users--;
+  if (srq->xrcd) srq->xrcd->users--;
+  if (srq->cq) srq->cq->users--;
+  e.srq_by_num.erase(srq->num);
+  // An XRC target QP in the middle of a message to it forgets it.
+  for (auto& q : e.qps)
+    if (q->resp.xrc_srq == srq) {
+      q->resp.xrc_srq = nullptr;
+      q->resp.have_wqe = false;
+      q->resp.seq = Responder::Seq::kNone;
+    }
   for (auto it = e.srqs.begin(); it != e.srqs.end(); ++it) {
     if (it->get() == srq) {
       e.srqs.erase(it);
@@ -81,6 +122,11 @@ std::error_code Srq::modify(const SrqAttr& attr, uint32_t mask) {
   }
   return {};
 }
+
+uint32_t Srq::srq_num() const { return static_cast<const SrqImpl*>(this)->num; }
+SrqType Srq::type() const { return static_cast<const SrqImpl*>(this)->type_; }
+Xrcd* Srq::xrcd() const { return static_cast<const SrqImpl*>(this)->xrcd; }
+Cq* Srq::cq() const { return static_cast<const SrqImpl*>(this)->cq; }
 
 SrqAttr Srq::query() const {
   auto* srq = static_cast<const SrqImpl*>(this);

@@ -18,6 +18,7 @@ class Mr;
 class Mw;
 class Qp;
 class Srq;
+class Xrcd;
 
 using Gid = std::array<uint8_t, 16>;  // network byte order, as ibv_gid.raw
 
@@ -104,10 +105,13 @@ struct QpAttr {
   uint32_t rate_limit = 0;
 };
 
+// XRC_INI: pd and send_cq (no receive side); XRC_TGT: xrcd only (no PD, CQ
+// or queues: its messages land in the XRC SRQs of its domain).
 struct QpInitAttr {
   Cq* send_cq = nullptr;
   Cq* recv_cq = nullptr;
   Srq* srq = nullptr;
+  Xrcd* xrcd = nullptr;
   QpCap cap;
   QpType qp_type = QpType::kRC;
   bool sq_sig_all = false;
@@ -158,6 +162,7 @@ struct SendWr {
     uint32_t remote_qpn = 0;
     uint32_t remote_qkey = 0;
   } ud;
+  uint32_t xrc_remote_srqn = 0;  // XRC_INI: the target's XRC SRQ (ibv_send_wr.qp_type.xrc.remote_srqn)
 };
 
 // ibv_recv_wr without the list link.

@@ -13,8 +13,10 @@ enum class QpState : uint8_t { kReset = 0, kInit = 1, kRtr = 2, kRts = 3, kSqd =
 inline constexpr int kNumQpStates = 7;
 std::string_view to_string(QpState s);
 
-// ibv_qp_type (only the types the engine implements)
-enum class QpType : uint8_t { kRC = 2, kUC = 3, kUD = 4 };
+// ibv_qp_type (only the types the engine implements). XRC (IBTA XRC annex):
+// an initiator (IBV_QPT_XRC_SEND) sends to target QPs (IBV_QPT_XRC_RECV),
+// which steer each message to the XRC SRQ its XRCETH names.
+enum class QpType : uint8_t { kRC = 2, kUC = 3, kUD = 4, kXrcIni = 9, kXrcTgt = 10 };
 std::string_view to_string(QpType t);
 
 // ibv_mig_state
@@ -77,6 +79,9 @@ inline constexpr unsigned kKnownMr = kLocalWrite | kRemoteWrite | kRemoteRead | 
                                      kMwBind | kZeroBased | kOnDemand | kHugetlb;
 }  // namespace access
 
+// ibv_srq_type (BASIC and XRC; TM is not implemented)
+enum class SrqType : uint8_t { kBasic = 0, kXrc = 1 };
+
 // ibv_mw_type
 enum class MwType : uint8_t { kType1 = 1, kType2 = 2 };
 
@@ -135,7 +140,7 @@ inline constexpr unsigned kBadPkeyCntr = 1u << 1, kBadQkeyCntr = 1u << 2,
     kCurrQpStateMod = 1u << 7, kShutdownPort = 1u << 8, kPortActiveEvent = 1u << 10,
     kSysImageGuid = 1u << 11, kRcRnrNakGen = 1u << 12, kSrqResize = 1u << 13,
     kNNotifyCq = 1u << 14, kMemWindow = 1u << 17, kMemWindowType2A = 1u << 23,
-    kMemWindowType2B = 1u << 24;
+    kMemWindowType2B = 1u << 24, kXrc = 1u << 20;
 }  // namespace device_cap
 
 // ibv_port_cap_flags (the ones the engine advertises)

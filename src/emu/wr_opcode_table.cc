@@ -51,6 +51,8 @@ uint8_t qp_type_bit(QpType t) {
     case QpType::kRC: return kRc;
     case QpType::kUC: return kUc;
     case QpType::kUD: return kUd;
+    case QpType::kXrcIni: return kXrcIni;
+    case QpType::kXrcTgt: return 0;  // a target only receives
   }
   return 0;
 }
