@@ -97,7 +97,7 @@ class Device {
   // of pd, completing on cq.
   Result<Srq*> create_xrc_srq(Pd* pd, Xrcd* xrcd, Cq* cq, const SrqAttr& attr);
   // XRC domains (ibv_open_xrcd). file_key 0: a new, private domain. Otherwise
-  // the domain of that file (an inode's identity): ENOENT when there is none
+  // the domain of that file (an inode's identity): EAGAIN (as uverbs) when there is none
   // and !create; EINVAL when there is one and exclusive (O_EXCL). Each open is
   // closed once; the domain goes when the last is closed (EBUSY while SRQs or
   // target QPs use it and this is its last open).

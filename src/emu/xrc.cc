@@ -18,7 +18,7 @@ Result<Xrcd*> Device::open_xrcd(uint64_t file_key, bool create, bool exclusive) 
       x->opens++;
       return static_cast<Xrcd*>(x.get());
     }
-    if (!create) return errc(ENOENT);
+    if (!create) return errc(EAGAIN);  // as uverbs: no domain for that file, and no O_CREAT
   }
   auto x = std::make_unique<XrcdImpl>();
   x->eng = &e;

@@ -51,6 +51,7 @@ emu::SendWr to_emu(const ibv_send_wr& wr, std::span<const emu::Sge> sges) {
     default:
       break;  // the engine rejects what it does not implement
   }
+  out.xrc_remote_srqn = wr.qp_type.xrc.remote_srqn;  // its own union: read on XRC initiators only
   // UD fields share the union with rdma/atomic; they matter only on UD QPs,
   // where the opcodes above never set those.
   if (opcode == IBV_WR_SEND || opcode == IBV_WR_SEND_WITH_IMM) {
@@ -64,27 +65,51 @@ emu::SendWr to_emu(const ibv_send_wr& wr, std::span<const emu::Sge> sges) {
 namespace emulated {
 namespace {
 
-// raw_type: the qp_type field's value as the program stored it.
+// Whether an object a program passed belongs to this context (or is absent).
+template <typename T>
+bool ours_or_null(ibv_context* ctx, T* o) {
+  return !o || o->context == ctx;
+}
+
+// raw_type: the qp_type field's value as the program stored it. XRC: an
+// initiator (XRC_SEND) takes pd and send_cq and ignores the receive side; a
+// target (XRC_RECV) takes xrcd only (rdma-core's ibv_create_qp_ex).
 ibv_qp* make_qp(ibv_context* ctx, ibv_pd* pd, void* qp_context, ibv_cq* send_cq,
-                ibv_cq* recv_cq, ibv_srq* srq, ibv_qp_cap* cap, unsigned raw_type, int sq_sig_all) {
-  if (raw_type != IBV_QPT_RC && raw_type != IBV_QPT_UC && raw_type != IBV_QPT_UD) {
-    errno = EOPNOTSUPP;  // XRC, raw packet, driver QPs: not emulated
+                ibv_cq* recv_cq, ibv_srq* srq, ibv_qp_cap* cap, unsigned raw_type, int sq_sig_all,
+                ibv_xrcd* xrcd = nullptr) {
+  if (raw_type != IBV_QPT_RC && raw_type != IBV_QPT_UC && raw_type != IBV_QPT_UD && raw_type != IBV_QPT_XRC_SEND &&
+      raw_type != IBV_QPT_XRC_RECV) {
+    errno = EOPNOTSUPP;  // raw packet, driver QPs: not emulated
     return nullptr;
   }
-  if (!send_cq || !recv_cq || !is_emu(send_cq->context) || !is_emu(recv_cq->context) ||
-      send_cq->context != ctx || recv_cq->context != ctx || (srq && srq->context != ctx)) {
-    errno = EINVAL;
-    return nullptr;
+  const bool tgt = raw_type == IBV_QPT_XRC_RECV, ini = raw_type == IBV_QPT_XRC_SEND;
+  if (tgt) {
+    pd = nullptr;
+    send_cq = recv_cq = nullptr;
+    srq = nullptr;
+    if (!xrcd || xrcd->context != ctx) {
+      errno = EINVAL;
+      return nullptr;
+    }
+  } else {
+    xrcd = nullptr;
+    if (ini) recv_cq = nullptr, srq = nullptr;
+    if (!pd || pd->context != ctx || !send_cq || (!ini && !recv_cq) || !ours_or_null(ctx, send_cq) ||
+        !ours_or_null(ctx, recv_cq) || !ours_or_null(ctx, srq)) {
+      errno = EINVAL;
+      return nullptr;
+    }
   }
   emu::QpInitAttr ia;
-  ia.send_cq = shim(send_cq)->e;
-  ia.recv_cq = shim(recv_cq)->e;
+  ia.send_cq = send_cq ? shim(send_cq)->e : nullptr;
+  ia.recv_cq = recv_cq ? shim(recv_cq)->e : nullptr;
   ia.srq = srq ? shim(srq)->e : nullptr;
+  ia.xrcd = xrcd ? shim(xrcd)->e : nullptr;
   ia.cap = from_ibv(*cap);
   const auto type = static_cast<ibv_qp_type>(raw_type);
   ia.qp_type = static_cast<emu::QpType>(type);
   ia.sq_sig_all = sq_sig_all != 0;
-  auto qp = engine_of(ctx).create_qp(shim(pd)->e, ia);
+  auto qp = engine_of(ctx).create_qp(pd ? shim(pd)->e : nullptr, ia);
   if (!qp) return fail_null<ibv_qp>(qp.error());
   auto* q = new (std::nothrow) ShimQp{};
   WrBatch* batch = new_wr_batch((*qp)->cap().max_send_wr, (*qp)->cap().max_send_sge);
@@ -98,6 +123,7 @@ ibv_qp* make_qp(ibv_context* ctx, ibv_pd* pd, void* qp_context, ibv_cq* send_cq,
   q->e = *qp;
   q->e->set_user_context(q);
   q->batch = batch;
+  q->ring_next = q->ring_prev = q;
   ibv_qp& b = q->qpx.qp_base;
   b.context = ctx;
   b.qp_context = qp_context;
@@ -119,27 +145,36 @@ ibv_qp* make_qp(ibv_context* ctx, ibv_pd* pd, void* qp_context, ibv_cq* send_cq,
 }  // namespace
 
 ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) noexcept {
+  if (raw_enum(attr->qp_type) == IBV_QPT_XRC_RECV) {  // a target needs a domain: ibv_create_qp_ex
+    errno = EINVAL;
+    return nullptr;
+  }
   return make_qp(pd->context, pd, attr->qp_context, attr->send_cq, attr->recv_cq, attr->srq,
                  &attr->cap, raw_enum(attr->qp_type), attr->sq_sig_all);
 }
 
 ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* attr) noexcept {
-  constexpr uint32_t kKnown = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  constexpr uint32_t kKnown = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
   constexpr uint64_t kOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
                             IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
                             IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
                             IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV |
                             IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW;
-  if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd) {
-    errno = EINVAL;
-    return nullptr;
-  }
   if ((attr->comp_mask & ~kKnown) ||
       ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && (attr->send_ops_flags & ~kOps))) {
     errno = EOPNOTSUPP;
     return nullptr;
   }
-  if (attr->pd->context != ctx) {
+  if (raw_enum(attr->qp_type) == IBV_QPT_XRC_RECV) {
+    // A target: an XRC domain of this context, and nothing else.
+    if (!(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !attr->xrcd || attr->xrcd->context != ctx) {
+      errno = EINVAL;
+      return nullptr;
+    }
+    return make_qp(ctx, nullptr, attr->qp_context, nullptr, nullptr, nullptr, &attr->cap, IBV_QPT_XRC_RECV,
+                   attr->sq_sig_all, attr->xrcd);
+  }
+  if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd || attr->pd->context != ctx) {
     errno = EINVAL;
     return nullptr;
   }
@@ -180,9 +215,52 @@ int query_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask, ibv_qp_init_attr* init) no
   return 0;
 }
 
+ibv_qp* open_qp(ibv_context* ctx, ibv_qp_open_attr* attr) noexcept {
+  constexpr uint32_t kNeeded = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD | IBV_QP_OPEN_ATTR_TYPE;
+  if (!attr || (attr->comp_mask & ~(kNeeded | IBV_QP_OPEN_ATTR_CONTEXT)) || (attr->comp_mask & kNeeded) != kNeeded ||
+      raw_enum(attr->qp_type) != IBV_QPT_XRC_RECV || !attr->xrcd || attr->xrcd->context != ctx) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  auto qp = engine_of(ctx).open_qp(shim(attr->xrcd)->e, attr->qp_num);
+  if (!qp) return fail_null<ibv_qp>(qp.error());
+  auto* owner = static_cast<ShimQp*>((*qp)->user_context());
+  auto* q = new (std::nothrow) ShimQp{};
+  WrBatch* batch = new_wr_batch(0, 0);
+  if (!q || !batch) {
+    delete q;
+    delete_wr_batch(batch);
+    (void)engine_of(ctx).destroy_qp(*qp);  // drops the handle just added
+    errno = ENOMEM;
+    return nullptr;
+  }
+  q->e = *qp;
+  q->batch = batch;
+  // Join the ring of handles on this QP.
+  q->ring_next = owner->ring_next;
+  q->ring_prev = owner;
+  owner->ring_next->ring_prev = q;
+  owner->ring_next = q;
+  ibv_qp& b = q->qpx.qp_base;
+  b = owner->qpx.qp_base;  // context, number, type, state
+  b.qp_context = (attr->comp_mask & IBV_QP_OPEN_ATTR_CONTEXT) ? attr->qp_context : nullptr;
+  pthread_mutex_init(&b.mutex, nullptr);
+  pthread_cond_init(&b.cond, nullptr);
+  fill_wr_ops(q->qpx);
+  return &b;
+}
+
 int destroy_qp(ibv_qp* qp) noexcept {
   ShimQp* q = shim(qp);
-  if (std::error_code ec = engine_of(qp->context).destroy_qp(q->e)) return ec.value();
+  // Another handle on the same XRC target stays: it becomes the one the
+  // engine's events name, and this one leaves the ring.
+  if (q->ring_next != q && q->e->user_context() == q) q->e->set_user_context(q->ring_next);
+  if (std::error_code ec = engine_of(qp->context).destroy_qp(q->e)) {
+    q->e->set_user_context(q);
+    return ec.value();
+  }
+  q->ring_prev->ring_next = q->ring_next;
+  q->ring_next->ring_prev = q->ring_prev;
   delete_wr_batch(q->batch);
   pthread_cond_destroy(&qp->cond);
   pthread_mutex_destroy(&qp->mutex);

@@ -131,7 +131,9 @@ void wr_send_tso(ibv_qp_ex* qpx, void*, uint16_t, uint16_t) noexcept { batch(qpx
 void wr_atomic_write(ibv_qp_ex* qpx, uint32_t, uint64_t, const void*) noexcept {
   batch(qpx).error = EOPNOTSUPP;
 }
-void wr_set_xrc_srqn(ibv_qp_ex* qpx, uint32_t) noexcept { batch(qpx).error = EOPNOTSUPP; }
+void wr_set_xrc_srqn(ibv_qp_ex* qpx, uint32_t remote_srqn) noexcept {
+  if (auto* e = last(qpx)) e->wr.xrc_remote_srqn = remote_srqn;
+}
 
 void wr_set_ud_addr(ibv_qp_ex* qpx, ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey) noexcept {
   if (auto* e = last(qpx)) {

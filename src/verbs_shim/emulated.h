@@ -75,11 +75,19 @@ int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int mask) noexcept;
 int query_srq(ibv_srq* srq, ibv_srq_attr* attr) noexcept;
 int destroy_srq(ibv_srq* srq) noexcept;
 
+// XRC (emu_xrc.cc): domains, SRQs made with ibv_create_srq_ex, SRQ numbers.
+ibv_xrcd* open_xrcd(ibv_context* ctx, ibv_xrcd_init_attr* attr) noexcept;
+int close_xrcd(ibv_xrcd* xrcd) noexcept;
+ibv_srq* create_srq_ex(ibv_context* ctx, ibv_srq_init_attr_ex* attr) noexcept;
+int get_srq_num(ibv_srq* srq, uint32_t* srq_num) noexcept;
+
 // QP (emu_qp.cc).
 ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) noexcept;
 int modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) noexcept;
 int query_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask, ibv_qp_init_attr* init) noexcept;
 int destroy_qp(ibv_qp* qp) noexcept;
+// Another handle on an XRC target QP (ibv_open_qp); destroy_qp closes it.
+ibv_qp* open_qp(ibv_context* ctx, ibv_qp_open_attr* attr) noexcept;
 ibv_qp_ex* qp_to_qp_ex(ibv_qp* qp) noexcept;
 
 // Context ops, reached through ctx->ops and the verbs_context slots by

@@ -155,12 +155,12 @@ constexpr ExtOps kExtOps = {
     .abi_placeholder2 = abi_placeholder,
     .ibv_create_flow = null_eopnotsupp<ibv_flow, ibv_qp*, ibv_flow_attr*>,
     .abi_placeholder1 = abi_placeholder,
-    .open_qp = null_eopnotsupp<ibv_qp, ibv_context*, ibv_qp_open_attr*>,
+    .open_qp = open_qp,
     .create_qp_ex = create_qp_ex,
-    .get_srq_num = eopnotsupp<ibv_srq*, uint32_t*>,
-    .create_srq_ex = null_eopnotsupp<ibv_srq, ibv_context*, ibv_srq_init_attr_ex*>,
-    .open_xrcd = null_eopnotsupp<ibv_xrcd, ibv_context*, ibv_xrcd_init_attr*>,
-    .close_xrcd = eopnotsupp<ibv_xrcd*>,
+    .get_srq_num = get_srq_num,
+    .create_srq_ex = create_srq_ex,
+    .open_xrcd = open_xrcd,
+    .close_xrcd = close_xrcd,
 };
 
 }  // namespace

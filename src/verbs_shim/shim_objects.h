@@ -57,12 +57,22 @@ struct ShimSrq {
   emu::Srq* e;
 };
 
+// One ibv_open_xrcd: each call gets its own, several may share an engine domain.
+struct ShimXrcd {
+  ibv_xrcd xrcd;
+  emu::Xrcd* e;
+};
+
 struct WrBatch;  // ibv_wr_* work requests between wr_start and wr_complete (emu_qp_ex.cc)
 
 struct ShimQp {
   ibv_qp_ex qpx;  // every QP is extended: ibv_qp is its prefix
   emu::Qp* e;
   WrBatch* batch;  // owned; created with the QP
+  // XRC target: the handles on one engine QP (ibv_create_qp_ex and each
+  // ibv_open_qp) form a ring; the engine QP's user context is one of them.
+  ShimQp* ring_next;
+  ShimQp* ring_prev;
 };
 
 struct ShimAh {
@@ -74,7 +84,7 @@ template <typename T>
 constexpr bool kAbiMirror = std::is_standard_layout_v<T>;
 static_assert(kAbiMirror<ShimContext> && kAbiMirror<ShimPd> && kAbiMirror<ShimMr> && kAbiMirror<ShimMw> &&
               kAbiMirror<ShimChannel> && kAbiMirror<ShimCq> && kAbiMirror<ShimSrq> &&
-              kAbiMirror<ShimQp> && kAbiMirror<ShimAh>);
+              kAbiMirror<ShimQp> && kAbiMirror<ShimAh> && kAbiMirror<ShimXrcd>);
 
 inline ShimContext* shim(ibv_context* c) {
   return reinterpret_cast<ShimContext*>(verbs_get_ctx(c));
@@ -89,6 +99,7 @@ inline ShimSrq* shim(ibv_srq* s) { return reinterpret_cast<ShimSrq*>(s); }
 inline ShimQp* shim(ibv_qp* q) { return reinterpret_cast<ShimQp*>(q); }
 inline ShimQp* shim(ibv_qp_ex* q) { return reinterpret_cast<ShimQp*>(q); }
 inline ShimAh* shim(ibv_ah* a) { return reinterpret_cast<ShimAh*>(a); }
+inline ShimXrcd* shim(ibv_xrcd* x) { return reinterpret_cast<ShimXrcd*>(x); }
 
 inline emu::Device& engine_of(ibv_context* c) { return *shim(c)->engine; }
 
