@@ -169,20 +169,29 @@ TEST_F(Emulated, InvalidArgumentsGiveLibibverbsErrno) {
   ibv_xrcd_init_attr xa{};
   xa.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
   xa.fd = -1;
-  xa.oflags = O_CREAT;
+  xa.oflags = O_CREAT | O_TRUNC;  // uverbs knows O_CREAT and O_EXCL only
   errno = 0;
   EXPECT_EQ(ibv_open_xrcd(ctx_, &xa), nullptr);
-  EXPECT_EQ(errno, EOPNOTSUPP);
+  EXPECT_EQ(errno, EINVAL);
+  xa.oflags = O_CREAT;
+  xa.fd = 1000000;  // not an open file
+  errno = 0;
+  EXPECT_EQ(ibv_open_xrcd(ctx_, &xa), nullptr);
+  EXPECT_EQ(errno, EBADF);
 
   ibv_cq* cq = ibv_create_cq(ctx_, 16, nullptr, nullptr, 0);
   ASSERT_NE(cq, nullptr);
   ibv_qp_init_attr qa{};
   qa.send_cq = qa.recv_cq = cq;
-  qa.qp_type = IBV_QPT_XRC_SEND;
+  qa.qp_type = IBV_QPT_XRC_RECV;  // a target needs an XRC domain: ibv_create_qp_ex
   qa.cap.max_send_wr = 1;
   errno = 0;
   EXPECT_EQ(ibv_create_qp(pd_, &qa), nullptr);
-  EXPECT_NE(errno, 0);
+  EXPECT_EQ(errno, EINVAL);
+  qa.qp_type = IBV_QPT_RAW_PACKET;
+  errno = 0;
+  EXPECT_EQ(ibv_create_qp(pd_, &qa), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
 
   ibv_qp* qp = rc_qp(cq);
   ASSERT_NE(qp, nullptr);
@@ -860,3 +869,203 @@ TEST_F(Emulated, CompletionTimestampsCountTheDeviceClock) {
   EXPECT_EQ(ibv_destroy_qp(b), 0);
   EXPECT_EQ(ibv_destroy_cq(cq), 0);
 }
+
+namespace {
+
+// XRC as xsrq_pingpong uses it, in one process: a domain opened through a
+// file, an XRC SRQ, a target and an initiator QP of this device talking to
+// each other; the message lands in the SRQ the WR names and completes on its
+// CQ with the target's QP number.
+class EmulatedXrc : public Emulated {
+ protected:
+  void modify(ibv_qp* qp, ibv_qp_attr& a, int mask) {
+    ASSERT_EQ(ibv_modify_qp(qp, &a, mask), 0) << "state " << a.qp_state;
+  }
+  void bring_up(ibv_qp* qp, uint32_t peer, bool target) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    a.qp_access_flags = target ? IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ : 0;
+    ASSERT_NO_FATAL_FAILURE(modify(qp, a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
+    a = {};
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = IBV_MTU_1024;
+    a.dest_qp_num = peer;
+    a.rq_psn = 7;
+    a.min_rnr_timer = 12;
+    a.ah_attr.is_global = 1;
+    a.ah_attr.port_num = 1;
+    a.ah_attr.grh.hop_limit = 5;
+    ASSERT_EQ(ibv_query_gid(ctx_, 1, 0, &a.ah_attr.grh.dgid), 0);
+    int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+    if (target) mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+    ASSERT_NO_FATAL_FAILURE(modify(qp, a, mask));
+    a = {};
+    a.qp_state = IBV_QPS_RTS;
+    a.timeout = 14;
+    a.retry_cnt = 7;
+    a.rnr_retry = 7;
+    a.sq_psn = 7;
+    mask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_SQ_PSN;
+    if (!target) mask |= IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+    ASSERT_NO_FATAL_FAILURE(modify(qp, a, mask));
+  }
+};
+
+TEST_F(EmulatedXrc, DomainSrqTargetAndInitiator) {
+  char path[] = "/tmp/rocelab_xrcd_XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ibv_xrcd_init_attr xa{};
+  xa.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
+  xa.fd = fd;
+  xa.oflags = 0;  // no domain for this file yet, and no O_CREAT
+  errno = 0;
+  EXPECT_EQ(ibv_open_xrcd(ctx_, &xa), nullptr);
+  EXPECT_EQ(errno, EAGAIN);
+  xa.oflags = O_CREAT;
+  ibv_xrcd* xrcd = ibv_open_xrcd(ctx_, &xa);
+  ASSERT_NE(xrcd, nullptr) << std::strerror(errno);
+  EXPECT_EQ(xrcd->context, ctx_);
+  ibv_xrcd* again = ibv_open_xrcd(ctx_, &xa);  // the same file: the same domain
+  ASSERT_NE(again, nullptr);
+  xa.oflags = O_CREAT | O_EXCL;
+  errno = 0;
+  EXPECT_EQ(ibv_open_xrcd(ctx_, &xa), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  xa.comp_mask = IBV_XRCD_INIT_ATTR_FD;  // OFLAGS missing
+  errno = 0;
+  EXPECT_EQ(ibv_open_xrcd(ctx_, &xa), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+
+  ibv_cq* cq = ibv_create_cq(ctx_, 16, nullptr, nullptr, 0);
+  ibv_cq* scq = ibv_create_cq(ctx_, 16, nullptr, nullptr, 0);
+  ASSERT_TRUE(cq && scq);
+  ibv_srq_init_attr_ex sa{};
+  sa.attr.max_wr = 4;
+  sa.attr.max_sge = 1;
+  sa.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_PD;
+  sa.srq_type = IBV_SRQT_XRC;
+  sa.xrcd = again;  // either handle names the domain
+  sa.cq = cq;
+  sa.pd = pd_;
+  ibv_srq* srq = ibv_create_srq_ex(ctx_, &sa);
+  ASSERT_NE(srq, nullptr) << std::strerror(errno);
+  uint32_t srqn = 0;
+  ASSERT_EQ(ibv_get_srq_num(srq, &srqn), 0);
+  EXPECT_NE(srqn, 0u);
+  ibv_srq_init_attr_ex bad = sa;
+  bad.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD;  // XRC without domain and CQ
+  errno = 0;
+  EXPECT_EQ(ibv_create_srq_ex(ctx_, &bad), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  bad.srq_type = IBV_SRQT_TM;
+  errno = 0;
+  EXPECT_EQ(ibv_create_srq_ex(ctx_, &bad), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+
+  ibv_qp_init_attr_ex ta{};
+  ta.qp_type = IBV_QPT_XRC_RECV;
+  errno = 0;
+  EXPECT_EQ(ibv_create_qp_ex(ctx_, &ta), nullptr);  // no domain
+  EXPECT_EQ(errno, EINVAL);
+  ta.comp_mask = IBV_QP_INIT_ATTR_XRCD;
+  ta.xrcd = xrcd;
+  ibv_qp* tgt = ibv_create_qp_ex(ctx_, &ta);
+  ASSERT_NE(tgt, nullptr) << std::strerror(errno);
+  EXPECT_EQ(tgt->pd, nullptr);
+  EXPECT_EQ(tgt->qp_type, IBV_QPT_XRC_RECV);
+  ibv_qp_init_attr_ex ia{};
+  ia.qp_type = IBV_QPT_XRC_SEND;
+  ia.send_cq = scq;
+  ia.cap.max_send_wr = 4;
+  ia.cap.max_send_sge = 1;
+  ia.comp_mask = IBV_QP_INIT_ATTR_PD;
+  ia.pd = pd_;
+  ibv_qp* ini = ibv_create_qp_ex(ctx_, &ia);
+  ASSERT_NE(ini, nullptr) << std::strerror(errno);
+  ASSERT_NO_FATAL_FAILURE(bring_up(tgt, ini->qp_num, true));
+  ASSERT_NO_FATAL_FAILURE(bring_up(ini, tgt->qp_num, false));
+
+  // A second handle on the target (ibv_open_qp); the creator's goes first.
+  ibv_qp_open_attr oa{};
+  oa.comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD | IBV_QP_OPEN_ATTR_TYPE | IBV_QP_OPEN_ATTR_CONTEXT;
+  oa.qp_num = tgt->qp_num;
+  oa.xrcd = xrcd;
+  oa.qp_type = IBV_QPT_XRC_RECV;
+  oa.qp_context = this;
+  ibv_qp* opened = ibv_open_qp(ctx_, &oa);
+  ASSERT_NE(opened, nullptr) << std::strerror(errno);
+  EXPECT_EQ(opened->qp_num, tgt->qp_num);
+  EXPECT_EQ(opened->qp_context, this);
+  oa.qp_num = ini->qp_num;  // not a target
+  errno = 0;
+  EXPECT_EQ(ibv_open_qp(ctx_, &oa), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  const uint32_t tgt_qpn = tgt->qp_num;
+  EXPECT_EQ(ibv_destroy_qp(tgt), 0);
+
+  std::vector<uint8_t> src(3000), dst(4096, 0);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 13 + 1);
+  ibv_mr* smr = ibv_reg_mr(pd_, src.data(), src.size(), IBV_ACCESS_LOCAL_WRITE);
+  ibv_mr* dmr = ibv_reg_mr(pd_, dst.data(), dst.size(), IBV_ACCESS_LOCAL_WRITE);
+  ASSERT_TRUE(smr && dmr);
+  ibv_sge rs{reinterpret_cast<uintptr_t>(dst.data()), 4096, dmr->lkey};
+  ibv_recv_wr rwr{}, *bad_r = nullptr;
+  rwr.wr_id = 5;
+  rwr.sg_list = &rs;
+  rwr.num_sge = 1;
+  ASSERT_EQ(ibv_post_srq_recv(srq, &rwr, &bad_r), 0);
+  ASSERT_EQ(ibv_post_srq_recv(srq, &rwr, &bad_r), 0);
+  ibv_sge ss{reinterpret_cast<uintptr_t>(src.data()), 3000, smr->lkey};
+  ibv_send_wr swr{}, *bad_s = nullptr;
+  swr.wr_id = 6;
+  swr.sg_list = &ss;
+  swr.num_sge = 1;
+  swr.opcode = IBV_WR_SEND;
+  swr.send_flags = IBV_SEND_SIGNALED;
+  swr.qp_type.xrc.remote_srqn = srqn;
+  ASSERT_EQ(ibv_post_send(ini, &swr, &bad_s), 0);
+  ibv_wc wc[2];
+  ASSERT_EQ(poll_n(scq, 1, wc), 1);
+  EXPECT_EQ(wc[0].status, IBV_WC_SUCCESS);
+  ASSERT_EQ(poll_n(cq, 1, wc), 1);
+  EXPECT_EQ(wc[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wc[0].wr_id, 5u);
+  EXPECT_EQ(wc[0].byte_len, 3000u);
+  EXPECT_EQ(wc[0].qp_num, tgt_qpn);
+  EXPECT_EQ(std::memcmp(dst.data(), src.data(), 3000), 0);
+
+  // The same through the ibv_wr_* API (ibv_wr_set_xrc_srqn).
+  std::fill(dst.begin(), dst.end(), 0);
+  ibv_qp_ex* qx = ibv_qp_to_qp_ex(ini);
+  ASSERT_NE(qx, nullptr);
+  ibv_wr_start(qx);
+  qx->wr_id = 8;
+  qx->wr_flags = IBV_SEND_SIGNALED;
+  ibv_wr_send(qx);
+  ibv_wr_set_xrc_srqn(qx, srqn);
+  ibv_wr_set_sge(qx, smr->lkey, reinterpret_cast<uintptr_t>(src.data()), 100);
+  ASSERT_EQ(ibv_wr_complete(qx), 0);
+  ASSERT_EQ(poll_n(scq, 1, wc), 1);
+  EXPECT_EQ(wc[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wc[0].wr_id, 8u);
+  ASSERT_EQ(poll_n(cq, 1, wc), 1);
+  EXPECT_EQ(wc[0].byte_len, 100u);
+  EXPECT_EQ(std::memcmp(dst.data(), src.data(), 100), 0);
+
+  EXPECT_EQ(ibv_close_xrcd(xrcd), 0);         // one of two opens
+  EXPECT_EQ(ibv_close_xrcd(again), EBUSY);    // the last, while its SRQ and target live
+  EXPECT_EQ(ibv_destroy_qp(ini), 0);
+  EXPECT_EQ(ibv_destroy_qp(opened), 0);
+  EXPECT_EQ(ibv_destroy_srq(srq), 0);
+  EXPECT_EQ(ibv_close_xrcd(again), 0);
+  EXPECT_EQ(ibv_dereg_mr(smr), 0);
+  EXPECT_EQ(ibv_dereg_mr(dmr), 0);
+  EXPECT_EQ(ibv_destroy_cq(cq), 0);
+  EXPECT_EQ(ibv_destroy_cq(scq), 0);
+  close(fd);
+  unlink(path);
+}
+
+}  // namespace
