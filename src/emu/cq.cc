@@ -69,15 +69,18 @@ int CompChannel::fd() const { return static_cast<const ChannelImpl*>(this)->efd;
 
 std::error_code CompChannel::get_event(Cq** cq) {
   auto* ch = static_cast<ChannelImpl*>(this);
-  uint64_t v = 0;
-  if (::read(ch->efd, &v, sizeof v) != sizeof v) return errc(errno);
-  std::lock_guard lk(ch->qmu);
-  if (ch->fired.empty()) return errc(EAGAIN);
-  Cq* c = ch->fired.front();
-  ch->fired.pop_front();
-  static_cast<CqImpl*>(c)->delivered++;
-  if (cq) *cq = c;
-  return {};
+  // A count whose CQ was destroyed before its event was taken is passed over.
+  for (;;) {
+    uint64_t v = 0;
+    if (::read(ch->efd, &v, sizeof v) != sizeof v) return errc(errno);
+    std::lock_guard lk(ch->qmu);
+    if (ch->fired.empty()) continue;
+    Cq* c = ch->fired.front();
+    ch->fired.pop_front();
+    static_cast<CqImpl*>(c)->delivered++;
+    if (cq) *cq = c;
+    return {};
+  }
 }
 
 Result<Cq*> Device::create_cq(int cqe, CompChannel* channel, int comp_vector) {
@@ -107,6 +110,7 @@ std::error_code Device::destroy_cq(Cq* c) {
     std::lock_guard qlk(cq->ch->qmu);  // forget events of this CQ not yet taken
     std::erase(cq->ch->fired, c);
   }
+  e.forget_async(c);
   for (auto it = e.cqs.begin(); it != e.cqs.end(); ++it) {
     if (it->get() == cq) {
       e.cqs.erase(it);

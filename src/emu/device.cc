@@ -136,6 +136,14 @@ void Device::Engine::log(EngineEvent e) {
   cfg.events->on_event(e);
 }
 
+void Device::Engine::forget_async(const void* object) {
+  std::lock_guard lk(async_mu);
+  std::erase_if(async_q, [&](const AsyncEvent& ev) {
+    return static_cast<const void*>(ev.qp) == object || static_cast<const void*>(ev.cq) == object ||
+           static_cast<const void*>(ev.srq) == object;
+  });
+}
+
 void Device::Engine::raise_async(const AsyncEvent& ev) {
   {
     std::lock_guard lk(async_mu);
@@ -212,13 +220,17 @@ int Device::async_fd() const { return engine_->async_efd; }
 
 std::error_code Device::get_async_event(AsyncEvent* out) {
   if (!out) return errc(EINVAL);
-  uint64_t v = 0;
-  if (::read(engine_->async_efd, &v, sizeof v) != sizeof v) return errc(errno);
-  std::lock_guard lk(engine_->async_mu);
-  if (engine_->async_q.empty()) return errc(EAGAIN);
-  *out = engine_->async_q.front();
-  engine_->async_q.pop_front();
-  return {};
+  // A count whose event was dropped (forget_async) is passed over: read on,
+  // blocking or not as the fd is.
+  for (;;) {
+    uint64_t v = 0;
+    if (::read(engine_->async_efd, &v, sizeof v) != sizeof v) return errc(errno);
+    std::lock_guard lk(engine_->async_mu);
+    if (engine_->async_q.empty()) continue;
+    *out = engine_->async_q.front();
+    engine_->async_q.pop_front();
+    return {};
+  }
 }
 
 size_t Device::progress() {

@@ -95,6 +95,9 @@ class Device::Engine {
   // Counts (ctr may be null: already counted by the caller), logs and drops.
   void drop(QpImpl* qp, const Datagram& d, std::string_view reason, uint64_t Counters::*ctr);
   void raise_async(const AsyncEvent& ev);
+  // An object is destroyed: queued async events naming it are dropped, as
+  // uverbs drops them (get_async_event would hand out a dangling pointer).
+  void forget_async(const void* object);
 
   MrImpl* find_mr(uint32_t key) const {
     auto it = mr_by_key.find(key);

@@ -131,6 +131,7 @@ std::error_code Device::destroy_qp(Qp* qpp) {
   for (auto& w : e.mws)
     if (w->qp == qp) invalidate_rkey(*qp, w->key);
   e.qp_by_num.erase(qp->qpn);
+  e.forget_async(static_cast<Qp*>(qp));
   if (qp->pd) qp->pd->users--;
   if (qp->scq) qp->scq->users--;
   if (qp->rcq) qp->rcq->users--;

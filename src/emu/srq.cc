@@ -82,6 +82,7 @@ std::error_code Device::destroy_srq(Srq* s) {
   if (srq->xrcd) srq->xrcd->users--;
   if (srq->cq) srq->cq->users--;
   e.srq_by_num.erase(srq->num);
+  e.forget_async(static_cast<Srq*>(srq));
   // An XRC target QP in the middle of a message to it forgets it.
   for (auto& q : e.qps)
     if (q->resp.xrc_srq == srq) {

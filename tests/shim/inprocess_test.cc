@@ -6,6 +6,7 @@
 // itself (rocelab_verbs_inprocess) ahead of libibverbs, which is what
 // preloading does, so it runs under ASan/UBSan in `make test`.
 #include <fcntl.h>
+#include <poll.h>
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
 #include <unistd.h>
@@ -160,12 +161,7 @@ TEST_F(NeverACrash, EveryUnsupportedOpSlotSaysEopnotsupp) {
   EXPECT_NULL_ERRNO(v->create_wq(ctx_, nullptr));
   EXPECT_EQ(v->ibv_destroy_flow(nullptr), EOPNOTSUPP);
   EXPECT_NULL_ERRNO(v->ibv_create_flow(qp_, nullptr));
-  EXPECT_NULL_ERRNO(v->open_qp(ctx_, nullptr));
-  uint32_t srqn = 0;
-  EXPECT_EQ(v->get_srq_num(nullptr, &srqn), EOPNOTSUPP);
-  EXPECT_NULL_ERRNO(v->create_srq_ex(ctx_, nullptr));
-  EXPECT_NULL_ERRNO(v->open_xrcd(ctx_, nullptr));
-  EXPECT_EQ(v->close_xrcd(nullptr), EOPNOTSUPP);
+  // (XRC's slots work now: XrcSlotsAndObjectsRefuseEdgeArguments.)
   // The exported verbs the emulator lacks.
   EXPECT_EQ(ibv_attach_mcast(qp_, reinterpret_cast<ibv_gid*>(buf_), 0), EOPNOTSUPP);
   EXPECT_EQ(ibv_detach_mcast(qp_, reinterpret_cast<ibv_gid*>(buf_), 0), EOPNOTSUPP);
@@ -552,6 +548,194 @@ TEST_F(NeverACrash, BadWorkRequestsOnLiveQueues) {
   EXPECT_EQ(ibv_get_cq_event(ch, &ev_cq, &ev_ctx), -1);
   EXPECT_EQ(errno, EAGAIN);
   EXPECT_EQ(ibv_destroy_comp_channel(ch), 0);
+}
+
+// The XRC slots (open_xrcd, close_xrcd, create_srq_ex, get_srq_num, open_qp,
+// create_qp_ex with XRC types) and the XRC objects with edge arguments: NULL
+// attributes, missing comp_mask bits, objects of the other device, queues an
+// XRC QP does not have.
+TEST_F(NeverACrash, XrcSlotsAndObjectsRefuseEdgeArguments) {
+  verbs_context* v = vctx();
+  EXPECT_NULL_ERRNO(v->open_xrcd(ctx_, nullptr));
+  ibv_xrcd_init_attr xa{};
+  EXPECT_NULL_ERRNO(v->open_xrcd(ctx_, &xa));  // comp_mask 0
+  xa.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS | (1u << 7);
+  xa.fd = -1;
+  EXPECT_NULL_ERRNO(v->open_xrcd(ctx_, &xa));  // an unknown bit
+  xa.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
+  xa.fd = -2;  // neither -1 nor a file
+  EXPECT_NULL_ERRNO(v->open_xrcd(ctx_, &xa));
+  xa.fd = -1;
+  ibv_xrcd* xrcd = v->open_xrcd(ctx_, &xa);
+  ibv_xrcd* other_xrcd = verbs_get_ctx(other_)->open_xrcd(other_, &xa);
+  ASSERT_TRUE(xrcd && other_xrcd);
+  EXPECT_EQ(v->close_xrcd(nullptr), EINVAL);
+
+  EXPECT_NULL_ERRNO(v->create_srq_ex(ctx_, nullptr));
+  ibv_srq_init_attr_ex sa{};
+  EXPECT_NULL_ERRNO(v->create_srq_ex(ctx_, &sa));  // no PD
+  sa.attr.max_wr = 2;
+  sa.attr.max_sge = 1;
+  sa.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+  sa.srq_type = IBV_SRQT_XRC;
+  sa.pd = pd_;
+  sa.xrcd = other_xrcd;  // another device's domain
+  sa.cq = cq_;
+  EXPECT_NULL_ERRNO(v->create_srq_ex(ctx_, &sa));
+  sa.xrcd = xrcd;
+  sa.cq = other_cq_;  // another device's CQ
+  EXPECT_NULL_ERRNO(v->create_srq_ex(ctx_, &sa));
+  sa.cq = nullptr;
+  EXPECT_NULL_ERRNO(v->create_srq_ex(ctx_, &sa));
+  sa.cq = cq_;
+  sa.pd = other_pd_;
+  EXPECT_NULL_ERRNO(v->create_srq_ex(ctx_, &sa));
+  sa.pd = pd_;
+  sa.srq_type = static_cast<ibv_srq_type>(77);
+  EXPECT_NULL_ERRNO(v->create_srq_ex(ctx_, &sa));
+  sa.srq_type = IBV_SRQT_XRC;
+  sa.attr.max_wr = 0;
+  EXPECT_NULL_ERRNO(v->create_srq_ex(ctx_, &sa));
+  sa.attr.max_wr = 2;
+  ibv_srq* srq = v->create_srq_ex(ctx_, &sa);
+  ASSERT_NE(srq, nullptr) << std::strerror(errno);
+  uint32_t num = 0;
+  EXPECT_EQ(v->get_srq_num(nullptr, &num), EINVAL);
+  EXPECT_EQ(v->get_srq_num(srq, nullptr), EINVAL);
+  EXPECT_EQ(v->get_srq_num(srq, &num), 0);
+  EXPECT_EQ(ibv_destroy_cq(cq_), EBUSY);  // the XRC SRQ completes there
+  EXPECT_EQ(v->close_xrcd(xrcd), EBUSY);
+
+  ibv_qp_init_attr_ex qa{};
+  qa.qp_type = IBV_QPT_XRC_RECV;
+  qa.comp_mask = IBV_QP_INIT_ATTR_XRCD;
+  qa.xrcd = other_xrcd;
+  EXPECT_NULL_ERRNO(v->create_qp_ex(ctx_, &qa));
+  qa.xrcd = nullptr;
+  EXPECT_NULL_ERRNO(v->create_qp_ex(ctx_, &qa));
+  qa.xrcd = xrcd;
+  ibv_qp* tgt = v->create_qp_ex(ctx_, &qa);
+  ASSERT_NE(tgt, nullptr) << std::strerror(errno);
+  ibv_qp_init_attr_ex ia{};
+  ia.qp_type = IBV_QPT_XRC_SEND;
+  ia.comp_mask = IBV_QP_INIT_ATTR_PD;
+  ia.pd = pd_;
+  ia.cap.max_send_wr = 2;
+  ia.cap.max_send_sge = 1;
+  EXPECT_NULL_ERRNO(v->create_qp_ex(ctx_, &ia));  // no send CQ
+  ia.send_cq = other_cq_;
+  EXPECT_NULL_ERRNO(v->create_qp_ex(ctx_, &ia));
+  ia.send_cq = cq_;
+  ia.recv_cq = other_cq_;  // an initiator has no receive side: ignored
+  ibv_qp* ini = v->create_qp_ex(ctx_, &ia);
+  ASSERT_NE(ini, nullptr) << std::strerror(errno);
+
+  EXPECT_NULL_ERRNO(v->open_qp(ctx_, nullptr));
+  ibv_qp_open_attr oa{};
+  EXPECT_NULL_ERRNO(v->open_qp(ctx_, &oa));
+  oa.comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD | IBV_QP_OPEN_ATTR_TYPE;
+  oa.qp_type = IBV_QPT_XRC_RECV;
+  oa.xrcd = xrcd;
+  oa.qp_num = ini->qp_num;  // not a target
+  EXPECT_NULL_ERRNO(v->open_qp(ctx_, &oa));
+  oa.qp_num = qp_->qp_num;  // an RC QP
+  EXPECT_NULL_ERRNO(v->open_qp(ctx_, &oa));
+  oa.qp_num = tgt->qp_num;
+  oa.xrcd = other_xrcd;
+  EXPECT_NULL_ERRNO(v->open_qp(ctx_, &oa));
+  oa.xrcd = xrcd;
+  oa.qp_type = IBV_QPT_RC;
+  EXPECT_NULL_ERRNO(v->open_qp(ctx_, &oa));
+  oa.qp_type = IBV_QPT_XRC_RECV;
+  ibv_qp* opened = v->open_qp(ctx_, &oa);
+  ASSERT_NE(opened, nullptr);
+
+  // Queues the XRC QPs do not have; ops on a target handle.
+  ibv_sge sge{reinterpret_cast<uintptr_t>(buf_), 8, mr_->lkey};
+  ibv_recv_wr r{};
+  r.sg_list = &sge;
+  r.num_sge = 1;
+  ibv_recv_wr* bad_r = nullptr;
+  EXPECT_EQ(ibv_post_recv(tgt, &r, &bad_r), EINVAL);
+  EXPECT_EQ(ibv_post_recv(ini, &r, &bad_r), EINVAL);
+  ibv_send_wr s{};
+  s.sg_list = &sge;
+  s.num_sge = 1;
+  s.opcode = IBV_WR_SEND;
+  ibv_send_wr* bad_s = nullptr;
+  EXPECT_EQ(ibv_post_send(opened, &s, &bad_s), EINVAL);
+  EXPECT_EQ(ibv_post_send(ini, &s, &bad_s), EINVAL);  // RESET
+  ibv_qp_ex* tx = ibv_qp_to_qp_ex(opened);
+  ibv_wr_start(tx);
+  ibv_wr_send(tx);
+  ibv_wr_set_xrc_srqn(tx, num);
+  ibv_wr_set_sge(tx, mr_->lkey, reinterpret_cast<uintptr_t>(buf_), 8);
+  EXPECT_NE(ibv_wr_complete(tx), 0);
+  ibv_qp_attr qattr{};
+  ibv_qp_init_attr qinit{};
+  EXPECT_EQ(ibv_query_qp(opened, &qattr, IBV_QP_STATE, &qinit), 0);
+  EXPECT_EQ(qinit.send_cq, nullptr);
+  qattr = {};
+  qattr.qp_state = IBV_QPS_INIT;
+  qattr.port_num = 1;
+  EXPECT_EQ(ibv_modify_qp(tgt, &qattr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY), EINVAL);
+  EXPECT_EQ(ibv_modify_qp(tgt, &qattr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+  EXPECT_EQ(opened->state, IBV_QPS_RESET);  // this handle's copy; ibv_query_qp refreshes it
+  EXPECT_EQ(ibv_query_qp(opened, &qattr, IBV_QP_STATE, &qinit), 0);
+  EXPECT_EQ(qattr.qp_state, IBV_QPS_INIT);
+
+  // Destroys in any order; the domain goes last.
+  EXPECT_EQ(ibv_destroy_qp(tgt), 0);
+  EXPECT_EQ(ibv_modify_qp(opened, &qattr, IBV_QP_STATE), 0);  // INIT -> INIT on the surviving handle
+  EXPECT_EQ(ibv_destroy_qp(opened), 0);
+  EXPECT_EQ(ibv_destroy_qp(ini), 0);
+  EXPECT_EQ(ibv_destroy_srq(srq), 0);
+  EXPECT_EQ(v->close_xrcd(xrcd), 0);
+  EXPECT_EQ(verbs_get_ctx(other_)->close_xrcd(other_xrcd), 0);
+}
+
+// Objects destroyed while events about them are queued: the events go with
+// them (uverbs drops them too); reading the async fd afterwards finds
+// nothing, never a dangling object.
+TEST_F(NeverACrash, EventsOfDestroyedObjectsGoWithThem) {
+  ibv_srq_init_attr sa{};
+  sa.attr.max_wr = 4;
+  sa.attr.max_sge = 1;
+  ibv_srq* srq = ibv_create_srq(pd_, &sa);
+  ASSERT_NE(srq, nullptr);
+  ibv_qp_init_attr a{};
+  a.send_cq = a.recv_cq = cq_;
+  a.srq = srq;
+  a.qp_type = IBV_QPT_RC;
+  a.cap.max_send_wr = 2;
+  a.cap.max_send_sge = 1;
+  ibv_qp* qp = ibv_create_qp(pd_, &a);
+  ASSERT_NE(qp, nullptr);
+  ibv_qp_attr m{};
+  m.qp_state = IBV_QPS_INIT;
+  m.port_num = 1;
+  ASSERT_EQ(ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+  m.qp_state = IBV_QPS_ERR;  // a QP with an SRQ to ERR: IBV_EVENT_QP_LAST_WQE_REACHED
+  ASSERT_EQ(ibv_modify_qp(qp, &m, IBV_QP_STATE), 0);
+  const int flags = fcntl(ctx_->async_fd, F_GETFL);
+  ASSERT_EQ(fcntl(ctx_->async_fd, F_SETFL, flags | O_NONBLOCK), 0);
+  pollfd pfd{ctx_->async_fd, POLLIN, 0};
+  EXPECT_EQ(poll(&pfd, 1, 0), 1);  // queued
+  EXPECT_EQ(ibv_destroy_qp(qp), 0);
+  EXPECT_EQ(ibv_destroy_srq(srq), 0);
+  // What is left (the port's events) names no QP, CQ or SRQ.
+  ibv_async_event ev;
+  int n = 0;
+  while (ibv_get_async_event(ctx_, &ev) == 0 && ++n < 100) {
+    EXPECT_NE(ev.event_type, IBV_EVENT_QP_LAST_WQE_REACHED);
+    EXPECT_TRUE(ev.event_type == IBV_EVENT_PORT_ACTIVE || ev.event_type == IBV_EVENT_PORT_ERR ||
+                ev.event_type == IBV_EVENT_GID_CHANGE) << ev.event_type;
+    ibv_ack_async_event(&ev);
+  }
+  errno = 0;
+  EXPECT_EQ(ibv_get_async_event(ctx_, &ev), -1);
+  EXPECT_EQ(errno, EAGAIN);
+  ASSERT_EQ(fcntl(ctx_->async_fd, F_SETFL, flags), 0);
 }
 
 }  // namespace
