@@ -126,7 +126,11 @@ size_t Device::Engine::progress_locked() {
   if (n > 0) records_flush();  // what was received (tx_flush did the sent)
   std::array<wire::IpAddr, 4> gone;
   while (const size_t k = transport->take_unreachable(gone))
-    for (size_t i = 0; i < k; ++i) gone_peers.add(gone[i]);
+    for (size_t i = 0; i < k; ++i) {
+      gone_peers.add(gone[i]);
+      if (gsi) gsi->on_unreachable(gone[i]);
+    }
+  if (gsi) tx_flush();  // what the GSI client sent on hearing of them
   return n;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <system_error>
 
+#include "emu/gsi.h"
 #include "emu/objects.h"
 #include "emu/records.h"
 #include "emu/transport/transport.h"
@@ -118,6 +119,20 @@ class Device {
   size_t progress();
   // The transport (for wait(): the simulated fabric's clock advances there).
   Transport& transport();
+
+  // QP 1 (emu/gsi.h). set_gsi_client installs the client that receives every
+  // valid MAD to QP 1 (nullptr removes it; EBUSY when another client is
+  // installed). Without a client, packets to QP 1 are dropped as for an
+  // unknown QP. run_locked runs fn with the device lock held and sends what it
+  // queued when it returns: how a client calls send_mad_locked and uses the
+  // transport's timers from its own threads. send_mad_locked (lock held:
+  // inside run_locked, GsiClient callbacks or Transport timer callbacks)
+  // queues one 256-byte MAD from QP 1 to QP 1 at dst with the IP traffic
+  // class tclass; EINVAL for another length.
+  std::error_code set_gsi_client(GsiClient* client);
+  void run_locked(const std::function<void()>& fn);
+  std::error_code send_mad_locked(const wire::IpAddr& dst, std::span<const std::byte> mad,
+                                  uint8_t tclass = 0);
 
   void set_tap(PacketTap* tap);
   void set_event_sink(EventSink* sink);

@@ -68,6 +68,11 @@ class Device::Engine {
   // anything since: an RC QP with retry_cnt 7 stops retrying towards them.
   UnreachableSet gone_peers;
   RecvHandler on_recv;            // bound once to receive()
+  // QP 1 (gsi.cc): the client, the PSN of the next MAD, the UDP source port.
+  GsiClient* gsi = nullptr;
+  uint32_t gsi_psn = 0;
+  uint16_t gsi_sport = 0xC000;
+  void gsi_receive(const wire::RocePacket& pkt, const Datagram& d);
 
   std::thread helper;
   std::atomic<bool> stopping{false};
@@ -86,6 +91,9 @@ class Device::Engine {
   std::byte* tx_slot();
   void tx_commit(QpImpl& qp, const wire::IpUdpInfo& ip, std::byte* frame, wire::RoceHeaders& h, size_t hdr_len,
                  uint32_t len);
+  // The same for a packet of no QpImpl (QP 1): qctr is null, qpn names the QP in the log.
+  void tx_commit_raw(uint32_t qpn, Counters* qctr, const wire::IpUdpInfo& ip, std::byte* frame,
+                     wire::RoceHeaders& h, size_t hdr_len, uint32_t len);
   void tx_flush();
   void records_flush();  // taps and event sinks: the batch is complete (records.h)
 

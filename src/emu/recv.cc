@@ -133,6 +133,7 @@ void Device::Engine::receive(const Datagram& arrived) {
   if (!(d.ip.dst == transport->local_address()))
     return drop(nullptr, d, "not our address", &Counters::rcvd_hdr_err);
   if (!gone_peers.empty()) gone_peers.erase(d.ip.src);  // it is back (or never left)
+  if (pkt.hdr.bth.dest_qpn == wire::kGsiQpn && gsi) return gsi_receive(pkt, d);  // gsi.cc
   QpImpl* qp = find_qp(pkt.hdr.bth.dest_qpn.value());
   if (!qp) return drop(nullptr, d, "unknown QP", &Counters::rcvd_hdr_err);
   if (!transport_matches(qp->type_, info.transport))

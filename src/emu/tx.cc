@@ -16,6 +16,11 @@ std::byte* Device::Engine::tx_slot() {
 
 void Device::Engine::tx_commit(QpImpl& qp, const wire::IpUdpInfo& ip, std::byte* frame, wire::RoceHeaders& h,
                                size_t hdr_len, uint32_t len) {
+  tx_commit_raw(qp.qpn, &qp.ctr, ip, frame, h, hdr_len, len);
+}
+
+void Device::Engine::tx_commit_raw(uint32_t qpn, Counters* qctr, const wire::IpUdpInfo& ip, std::byte* frame,
+                                   wire::RoceHeaders& h, size_t hdr_len, uint32_t len) {
   const size_t iph = wire::ip_udp_header_len(ip.dst.v6);
   const size_t ip_hlen = ip.dst.v6 ? wire::kIpv6HeaderLen : wire::kIpv4HeaderLen;
   std::byte* roce = frame + iph;
@@ -31,12 +36,12 @@ void Device::Engine::tx_commit(QpImpl& qp, const wire::IpUdpInfo& ip, std::byte*
   d.ip = ip;
   d.payload = std::span<const std::byte>(roce, roce_len);
   counters.sent_pkts++;
-  qp.ctr.sent_pkts++;
+  if (qctr) qctr->sent_pkts++;
   if (cfg.tap) cfg.tap->on_packet(Direction::kTx, transport->now(), d);
   if (logging()) {
     EngineEvent e;
     e.kind = EventKind::kPacketSent;
-    e.qpn = qp.qpn;
+    e.qpn = qpn;
     e.bth_opcode = h.bth.opcode;
     e.psn = h.bth.psn.value();
     e.dest_qpn = h.bth.dest_qpn.value();

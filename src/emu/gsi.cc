@@ -1,0 +1,83 @@
+// QP 1 (emu/gsi.h): what arrives for the GSI goes to its client after the
+// checks a GSI QP makes; MADs leave through the normal transmit path.
+#include <cerrno>
+#include <cstring>
+
+#include "emu/engine.h"
+#include "wire/gsi.h"
+
+namespace rocelab::emu {
+
+// Called from receive() (device lock held) for a packet to QP 1 that passed
+// the ICRC and P_Key checks, when a client is installed.
+void Device::Engine::gsi_receive(const wire::RocePacket& pkt, const Datagram& d) {
+  if (!wire::is_gsi_mad(pkt)) return drop(nullptr, d, "not a MAD", &Counters::rcvd_hdr_err);
+  // IBTA 10.2.5 / C10-15: QP 1 accepts only the well-known GSI Q_Key.
+  if (pkt.hdr.deth.qkey != wire::kGsiQkey) {
+    counters.qkey_viol += 1;
+    return drop(nullptr, d, "Q_Key", &Counters::rcvd_hdr_err);
+  }
+  counters.rcvd_pkts++;
+  if (logging()) {
+    EngineEvent e;
+    e.kind = EventKind::kPacketReceived;
+    e.qpn = wire::kGsiQpn.value();
+    e.bth_opcode = pkt.hdr.bth.opcode;
+    e.psn = pkt.hdr.bth.psn.value();
+    e.dest_qpn = pkt.hdr.bth.dest_qpn.value();
+    e.length = static_cast<uint32_t>(d.payload.size());
+    log(e);
+  }
+  GsiMad m;
+  m.ip = d.ip;
+  m.src_qp = pkt.hdr.deth.src_qpn.value();
+  m.mad = pkt.payload;
+  gsi->on_mad(m);
+}
+
+std::error_code Device::set_gsi_client(GsiClient* client) {
+  std::lock_guard lk(engine_->mu);
+  Engine& e = *engine_;
+  if (client && e.gsi && e.gsi != client) return errc(EBUSY);
+  if (client && !e.gsi) {
+    // QP 1's UDP source port, from the QPN hash as for every QP (qp.cc).
+    constexpr uint32_t q = 1;
+    const auto want = static_cast<uint16_t>(0xC000 | ((q ^ (q >> 14) ^ (q * 2654435761u >> 18)) & 0x3FFF));
+    auto port = e.transport->reserve_source_port(want);
+    if (!port) return port.error();
+    e.gsi_sport = *port;
+  }
+  e.gsi = client;
+  return {};
+}
+
+void Device::run_locked(const std::function<void()>& fn) {
+  std::lock_guard lk(engine_->mu);
+  fn();
+  engine_->tx_flush();
+}
+
+std::error_code Device::send_mad_locked(const wire::IpAddr& dst, std::span<const std::byte> mad,
+                                        uint8_t tclass) {
+  if (mad.size() != wire::kMadLen) return errc(EINVAL);
+  Engine& e = *engine_;
+  wire::IpUdpInfo ip;
+  ip.src = e.transport->local_address();
+  ip.dst = dst;
+  ip.sport = e.gsi_sport;
+  ip.dport = wire::kRoceV2Port;
+  ip.tclass = tclass;
+  ip.ip_id = 0;
+  ip.df = true;
+  wire::RoceHeaders h = wire::gsi_headers(wire::Psn(e.gsi_psn));
+  e.gsi_psn = (e.gsi_psn + 1) & 0xFFFFFF;
+  std::byte* frame = e.tx_slot();
+  const size_t iph = wire::ip_udp_header_len(dst.v6);
+  auto hl = wire::encode_headers(std::span<std::byte>(frame + iph, wire::kMaxRoceLen), h);
+  if (!hl) return hl.error();
+  std::memcpy(frame + iph + *hl, mad.data(), mad.size());
+  e.tx_commit_raw(wire::kGsiQpn.value(), nullptr, ip, frame, h, *hl, static_cast<uint32_t>(mad.size()));
+  return {};
+}
+
+}  // namespace rocelab::emu
