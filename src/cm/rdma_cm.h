@@ -74,10 +74,11 @@ struct CmConfig {
   // the simulated fabric keep them; tests on UDP may shorten them.
   uint8_t cm_response_timeout = 20;
   uint8_t max_cm_retries = 15;
-  // The packet life time of the route (RoCE: CMA_IBOE_PACKET_LIFETIME 16,
-  // 4.096 us * 2^16 = 268 ms), which goes into the REQ's local ACK timeout
-  // and the timewait period.
-  uint8_t packet_life_time = 16;
+  // The packet life time of the route (RoCE: CMA_IBOE_PACKET_LIFETIME 18,
+  // 4.096 us * 2^18 = 1.07 s), from which the REQ's local ACK timeout comes
+  // (cm_ack_timeout with the device's ACK delay 15: 19, as in the Soft-RoCE
+  // captures) and which the MAD timeouts add twice.
+  uint8_t packet_life_time = 18;
   // The MRA's service timeout when an id needs more time (CMA_CM_MRA_SETTING:
   // 24, 68 s): sent on a duplicate REQ while the application has not yet
   // accepted.
@@ -201,7 +202,8 @@ class Cm {
   // ephemeral port first (as the kernel). backlog <= 0 means the default
   // (the kernel's: 1024 ... librdmacm passes it through); it limits the
   // connection requests queued on the channel and not yet taken by get_event
-  // (more REQs are answered with REJ 3 "no resources", not dropped). A REQ
+  // (more REQs are answered with REJ 28, as the kernel's ucma does when its
+  // backlog is full: the new id is refused and destroyed). A REQ
   // (or SIDR_REQ) to this port space and port on a matching address creates a
   // new id (state kConnectRequest, on the listener's channel, with the
   // listener's port space, QP type and options, bound to the device the REQ came in on,

@@ -128,12 +128,17 @@ struct Event {
   // status other than 0 gives kUnreachable with status = the SIDR status
   // (positive: 1 no listener = service ID not supported, 2 rejected), as the
   // kernel's cma_sidr_rep_handler; an unanswered SIDR_REQ kUnreachable -ETIMEDOUT.
+  int status = 0;
   IdHandle id = kNoId;         // the id the event is for; kConnectRequest: the NEW id
   IdHandle listen_id = kNoId;  // kConnectRequest: the listening id; else kNoId
   void* id_context = nullptr;  // the context of `id` when the event was taken (set_context)
   void* listen_context = nullptr;  // the context of listen_id
   EventConnParam conn;         // connected port spaces (see EventConnParam)
   EventUdParam ud;             // UDP port space and multicast
+  // kMulticastJoin / kMulticastError: the group and the context given to join_multicast
+  // (librdmacm reports that context as event->param.ud.private_data).
+  SockAddr mc_group;
+  void* mc_context = nullptr;
   std::array<uint8_t, kMaxPrivateData> private_data{};
   uint8_t private_data_len = 0;  // 0 when the event has no private data
   std::span<const uint8_t> data() const { return {private_data.data(), private_data_len}; }
@@ -173,7 +178,7 @@ struct IdInfo {
   emu::Gid sgid{}, dgid{};      // also route.addr.addr.ibaddr.sgid/dgid (::ffff:a.b.c.d)
   uint16_t pkey = 0xFFFF;
   emu::Mtu path_mtu = emu::Mtu::k1024;  // the device's active MTU
-  uint8_t hop_limit = 64, traffic_class = 0, packet_life_time = 16;
+  uint8_t hop_limit = 64, traffic_class = 0, packet_life_time = 18;
   uint32_t qkey = 0;            // UDP: RDMA_UDP_QKEY 0x01234567
 };
 
