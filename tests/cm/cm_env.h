@@ -1,0 +1,159 @@
+// Test harness for src/cm: "processes" (an emulated device, its own Cm and an
+// event channel) on the simulated fabric or on real UDP sockets (127.0.0.x),
+// built on the testbed (src/sim/testbed.h) as the engine tests are. It also
+// plays librdmacm's part where the tests need a QP: it moves QPs with the
+// attributes init_qp_attr gives, as ucma_modify_qp_rtr/rts do.
+#pragma once
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cm/rdma_cm.h"
+#include "emu/device.h"
+#include "emu/transport/fault_config.h"
+#include "sim/testbed.h"
+
+namespace rocelab::cm::test {
+
+using namespace std::chrono_literals;
+using Nanos = std::chrono::nanoseconds;
+
+inline const char* to_string(sim::Net n) { return n == sim::Net::kSim ? "sim" : "udp"; }
+
+struct Side {
+  std::unique_ptr<emu::Device> dev;
+  std::unique_ptr<Cm> cm;
+  ChannelHandle ch = 0;
+  emu::Pd* pd = nullptr;
+  emu::Cq* cq = nullptr;
+  std::vector<std::byte> buf;
+  emu::Mr* mr = nullptr;
+  wire::IpAddr addr() const { return dev->address(); }
+  SockAddr at(uint16_t port) const { return {dev->address(), port}; }
+};
+
+class CmEnv {
+ public:
+  explicit CmEnv(sim::Net net) : net_(net), bed_(net) {}
+  sim::Net net() const { return net_; }
+  sim::Testbed& bed() { return bed_; }
+
+  // A process on host (10.0.0.host on the fabric, the first free 127.0.0.x
+  // from 100+host on UDP); faults: a drop-schedule SPEC (fault_config.h) for
+  // what its device sends; with_cm false: a device whose QP 1 nobody serves.
+  Side make_side(uint8_t host, const std::string& faults = "", bool with_cm = true,
+                 CmConfig cfg = {}) {
+    Side s;
+    std::optional<sim::NodeFaults> nf;
+    if (!faults.empty()) {
+      emu::FaultConfig fc;
+      fc.schedule = faults;
+      fc.seed = host;
+      emu::FaultRules rules = emu::fault_rules(fc);
+      EXPECT_TRUE(rules.ok()) << rules.error;
+      nf = sim::NodeFaults{host, rules.rules};
+    }
+    std::string err;
+    s.dev = bed_.make_device(wire::IpAddr::v4(10, 0, 0, host), static_cast<uint8_t>(100 + host), {},
+                             nf ? &*nf : nullptr, nullptr, &err);
+    if (!s.dev) {
+      ADD_FAILURE() << err;
+      return s;
+    }
+    devs_.push_back(s.dev.get());
+    s.pd = *s.dev->alloc_pd();
+    s.cq = *s.dev->create_cq(256, nullptr, 0);
+    s.buf.assign(4096, std::byte{0});
+    s.mr = *s.dev->reg_mr(s.pd, s.buf.data(), s.buf.size(), reinterpret_cast<uint64_t>(s.buf.data()),
+                          emu::access::kLocalWrite | emu::access::kRemoteWrite | emu::access::kRemoteRead);
+    if (!with_cm) return s;
+    if (net_ == sim::Net::kSim) {
+      cfg.route = [](const emu::Device&, const wire::IpAddr&) { return RouteVerdict::kReachable; };
+      if (cfg.seed == 0) cfg.seed = host;
+    }
+    s.cm = std::make_unique<Cm>(cfg);
+    EXPECT_FALSE(s.cm->add_device(*s.dev));
+    s.ch = *s.cm->create_channel();
+    return s;
+  }
+
+  // One round of progress; on the fabric the clock moves to the next event
+  // when nothing else does. False when nothing can happen any more (fabric idle).
+  bool step() {
+    const size_t moved = bed_.step(devs_);
+    if (net_ == sim::Net::kSim && moved == 0 && bed_.fabric()->next_event() == Nanos::max()) return false;
+    return true;
+  }
+  Nanos now() const { return bed_.now(); }
+
+  // The next event of s's channel, or nullopt after budget (virtual time on
+  // the fabric, real time on UDP: a hang guard, not a timing assertion).
+  std::optional<Event> next_event(Side& s, Nanos budget = 400s) {
+    const Nanos start = bed_.now();
+    const auto wall = std::chrono::steady_clock::now();
+    for (;;) {
+      Event ev;
+      if (!s.cm->get_event(s.ch, &ev)) return ev;
+      if (net_ == sim::Net::kSim ? bed_.now() - start > budget
+                                 : std::chrono::steady_clock::now() - wall > std::chrono::seconds(20))
+        return std::nullopt;
+      if (!step()) {
+        if (!s.cm->get_event(s.ch, &ev)) return ev;
+        return std::nullopt;
+      }
+    }
+  }
+  // Expects the next event to be of type t; returns it.
+  Event expect_event(Side& s, EventType t, Nanos budget = 400s) {
+    auto ev = next_event(s, budget);
+    EXPECT_TRUE(ev.has_value()) << "no event, wanted " << to_string(t);
+    if (!ev) return {};
+    EXPECT_EQ(to_string(ev->type), to_string(t)) << "status " << ev->status;
+    return *ev;
+  }
+  // Runs the network for d (virtual or real time).
+  void run_for(Nanos d) {
+    const Nanos end = bed_.now() + d;
+    while (bed_.now() < end) {
+      if (!step()) break;
+    }
+  }
+
+ private:
+  sim::Net net_;
+  sim::Testbed bed_;
+  std::vector<emu::Device*> devs_;
+};
+
+inline emu::Qp* make_qp(Side& s, emu::QpType t = emu::QpType::kRC) {
+  emu::QpInitAttr ia;
+  ia.send_cq = s.cq;
+  ia.recv_cq = s.cq;
+  ia.qp_type = t;
+  ia.cap = {16, 16, 1, 1, 0};
+  auto qp = s.dev->create_qp(s.pd, ia);
+  EXPECT_TRUE(qp.ok());
+  return qp.ok() ? *qp : nullptr;
+}
+
+// librdmacm's QP moves: rdma_init_qp_attr, then ibv_modify_qp.
+inline void move_qp(Side& s, IdHandle id, emu::Qp* qp, emu::QpState to) {
+  emu::QpAttr a;
+  uint32_t mask = 0;
+  ASSERT_FALSE(s.cm->init_qp_attr(id, to, &a, &mask)) << emu::to_string(to);
+  ASSERT_FALSE(qp->modify(a, mask)) << emu::to_string(to) << ": " << qp->last_refusal();
+}
+
+inline std::vector<uint8_t> bytes(const std::string& s) { return {s.begin(), s.end()}; }
+inline std::string text(const Event& e) {
+  std::string s(reinterpret_cast<const char*>(e.private_data.data()), e.private_data_len);
+  return s.substr(0, s.find('\0'));
+}
+
+}  // namespace rocelab::cm::test

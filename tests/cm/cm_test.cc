@@ -1,0 +1,648 @@
+// src/cm between two "processes" (each a device with its own Cm), on the
+// simulated fabric and on real UDP sockets: connect / accept / reject with
+// private data, the QP attributes both sides derive, data over the QPs they
+// set up, disconnect, SIDR, many connections, errors. The losses that need
+// CM timeouts (seconds) run on the fabric, in virtual time.
+#include <gtest/gtest.h>
+
+#include <poll.h>
+
+#include <cerrno>
+#include <set>
+#include <tuple>
+
+#include "tests/cm/cm_env.h"
+#include "wire/cm_mad.h"
+
+namespace rocelab::cm::test {
+namespace {
+
+constexpr uint16_t kPort = 7174;
+
+// A connected RC pair as rping sets it up: B listens, A resolves and
+// connects, B accepts, A establishes; QPs moved with init_qp_attr.
+struct Conn {
+  IdHandle listen = kNoId, a = kNoId, b = kNoId;
+  emu::Qp* qa = nullptr;
+  emu::Qp* qb = nullptr;
+  Event req, rep, est;  // B's CONNECT_REQUEST, A's CONNECT_RESPONSE, B's ESTABLISHED
+};
+
+void listen_on(CmEnv& env, Side& b, IdHandle* lid, int backlog = 8) {
+  (void)env;
+  auto l = b.cm->create_id(b.ch, PortSpace::kTcp, emu::QpType::kRC);
+  ASSERT_TRUE(l.ok());
+  *lid = *l;
+  ASSERT_FALSE(b.cm->bind(*lid, b.at(kPort)));
+  ASSERT_FALSE(b.cm->listen(*lid, backlog));
+}
+
+IdHandle resolve(CmEnv& env, Side& a, const SockAddr& dst, PortSpace ps = PortSpace::kTcp,
+                 emu::QpType t = emu::QpType::kRC) {
+  auto id = a.cm->create_id(a.ch, ps, t);
+  EXPECT_TRUE(id.ok());
+  EXPECT_FALSE(a.cm->resolve_addr(*id, std::nullopt, dst, 2000));
+  env.expect_event(a, EventType::kAddrResolved);
+  EXPECT_FALSE(a.cm->resolve_route(*id, 2000));
+  env.expect_event(a, EventType::kRouteResolved);
+  return *id;
+}
+
+void start_connect(CmEnv& env, Side& a, Side& b, Conn* c, const std::string& req_data) {
+  c->a = resolve(env, a, b.at(kPort));
+  c->qa = make_qp(a);
+  move_qp(a, c->a, c->qa, emu::QpState::kInit);
+  ConnParam p;
+  auto pd = bytes(req_data);
+  p.private_data = pd;
+  p.responder_resources = 1;
+  p.initiator_depth = 1;
+  p.qp_num = c->qa->qp_num();
+  ASSERT_FALSE(a.cm->connect(c->a, p));
+}
+
+void accept_and_establish(CmEnv& env, Side& a, Side& b, Conn* c, const std::string& rep_data,
+                          const Event* taken = nullptr) {
+  c->req = taken ? *taken : env.expect_event(b, EventType::kConnectRequest);
+  c->b = c->req.id;
+  c->qb = make_qp(b);
+  move_qp(b, c->b, c->qb, emu::QpState::kInit);
+  move_qp(b, c->b, c->qb, emu::QpState::kRtr);
+  move_qp(b, c->b, c->qb, emu::QpState::kRts);
+  ConnParam p;
+  auto pd = bytes(rep_data);
+  p.private_data = pd;
+  p.responder_resources = 1;
+  p.initiator_depth = 1;
+  p.qp_num = c->qb->qp_num();
+  ASSERT_FALSE(b.cm->accept(c->b, p));
+  c->rep = env.expect_event(a, EventType::kConnectResponse);
+  move_qp(a, c->a, c->qa, emu::QpState::kRtr);
+  move_qp(a, c->a, c->qa, emu::QpState::kRts);
+  ASSERT_FALSE(a.cm->establish(c->a));
+  c->est = env.expect_event(b, EventType::kEstablished);
+}
+
+Conn connect_pair(CmEnv& env, Side& a, Side& b, const std::string& req_data = "hello from A",
+                  const std::string& rep_data = "welcome from B") {
+  Conn c;
+  listen_on(env, b, &c.listen);
+  start_connect(env, a, b, &c, req_data);
+  accept_and_establish(env, a, b, &c, rep_data);
+  return c;
+}
+
+// A SEND from A's QP lands in B's buffer: the QPs the CM set up work.
+void send_a_to_b(CmEnv& env, Side& a, Side& b, const Conn& c, const std::string& msg) {
+  emu::Sge rs{reinterpret_cast<uint64_t>(b.buf.data()), 1024, b.mr->lkey()};
+  emu::RecvWr r;
+  r.wr_id = 7;
+  r.sg_list = std::span<const emu::Sge>(&rs, 1);
+  size_t n = 0;
+  ASSERT_FALSE(c.qb->post_recv(std::span<const emu::RecvWr>(&r, 1), &n));
+  std::memcpy(a.buf.data(), msg.data(), msg.size());
+  emu::Sge ss{reinterpret_cast<uint64_t>(a.buf.data()), static_cast<uint32_t>(msg.size()), a.mr->lkey()};
+  emu::SendWr w;
+  w.wr_id = 9;
+  w.opcode = emu::WrOpcode::kSend;
+  w.sg_list = std::span<const emu::Sge>(&ss, 1);
+  w.send_flags = emu::send_flags::kSignaled;
+  ASSERT_FALSE(c.qa->post_send(std::span<const emu::SendWr>(&w, 1), &n));
+  bool got = false;
+  const auto wall = std::chrono::steady_clock::now();
+  while (!got && std::chrono::steady_clock::now() - wall < 20s) {
+    emu::Wc wc[4];
+    const int k = b.cq->poll(std::span<emu::Wc>(wc, 4));
+    for (int i = 0; i < k; ++i)
+      if (wc[i].wr_id == 7) {
+        EXPECT_EQ(wc[i].status, emu::WcStatus::kSuccess);
+        got = true;
+      }
+    if (!got && !env.step()) break;
+  }
+  ASSERT_TRUE(got) << "the SEND did not arrive";
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(b.buf.data()), msg.size()), msg);
+}
+
+class CmTest : public ::testing::TestWithParam<sim::Net> {
+ protected:
+  CmEnv env{GetParam()};
+};
+
+INSTANTIATE_TEST_SUITE_P(Nets, CmTest, ::testing::Values(sim::Net::kSim, sim::Net::kUdp),
+                         [](const auto& i) { return std::string(to_string(i.param)); });
+
+TEST_P(CmTest, ConnectAcceptEstablishWithPrivateDataBothWays) {
+  Side a = env.make_side(1), b = env.make_side(2);
+  ASSERT_TRUE(a.cm && b.cm);
+  Conn c = connect_pair(env, a, b);
+  // CONNECT_REQUEST: the listener, the new id, the REQ's parameters and data.
+  EXPECT_EQ(c.req.listen_id, c.listen);
+  EXPECT_NE(c.req.id, c.listen);
+  EXPECT_EQ(c.req.private_data_len, 56);  // 92 - rdma_cm's 36-byte header
+  EXPECT_EQ(text(c.req), "hello from A");
+  EXPECT_EQ(c.req.conn.qp_num, c.qa->qp_num());
+  EXPECT_EQ(c.req.conn.responder_resources, 1);
+  EXPECT_EQ(c.req.conn.initiator_depth, 1);
+  EXPECT_EQ(c.req.conn.retry_count, 7);
+  EXPECT_EQ(c.req.conn.rnr_retry_count, 7);
+  // CONNECT_RESPONSE: the REP's.
+  EXPECT_EQ(c.rep.private_data_len, 196);
+  EXPECT_EQ(text(c.rep), "welcome from B");
+  EXPECT_EQ(c.rep.conn.qp_num, c.qb->qp_num());
+  // The passive id knows both ends from the rdma_cm header.
+  auto ib = b.cm->query(c.b);
+  auto ia = a.cm->query(c.a);
+  ASSERT_TRUE(ib.ok() && ia.ok());
+  EXPECT_EQ(ib->src, b.at(kPort));
+  EXPECT_EQ(ib->dst, ia->src);
+  EXPECT_EQ(ia->dst, b.at(kPort));
+  EXPECT_GE(ia->src.port, 32768);
+  EXPECT_EQ(ib->state, IdState::kEstablished);
+  EXPECT_EQ(ia->state, IdState::kEstablished);
+  EXPECT_EQ(ia->device, a.dev.get());
+  EXPECT_EQ(ia->port_num, 1);
+  send_a_to_b(env, a, b, c, "data over the CM's QPs");
+}
+
+TEST_P(CmTest, BothSidesDeriveMatchingQpAttributes) {
+  Side a = env.make_side(1), b = env.make_side(2);
+  ASSERT_TRUE(a.cm && b.cm);
+  Conn c = connect_pair(env, a, b);
+  emu::QpAttr ra, rb, sa, sb;
+  uint32_t m = 0;
+  ASSERT_FALSE(a.cm->init_qp_attr(c.a, emu::QpState::kRtr, &ra, &m));
+  ASSERT_FALSE(b.cm->init_qp_attr(c.b, emu::QpState::kRtr, &rb, &m));
+  ASSERT_FALSE(a.cm->init_qp_attr(c.a, emu::QpState::kRts, &sa, &m));
+  ASSERT_FALSE(b.cm->init_qp_attr(c.b, emu::QpState::kRts, &sb, &m));
+  EXPECT_EQ(ra.dest_qp_num, c.qb->qp_num());
+  EXPECT_EQ(rb.dest_qp_num, c.qa->qp_num());
+  EXPECT_EQ(sa.sq_psn, rb.rq_psn);  // what A sends from is what B expects
+  EXPECT_EQ(sb.sq_psn, ra.rq_psn);
+  EXPECT_EQ(ra.ah_attr.dgid, b.addr().gid());
+  EXPECT_EQ(rb.ah_attr.dgid, a.addr().gid());
+  EXPECT_EQ(ra.path_mtu, rb.path_mtu);
+  EXPECT_EQ(sa.retry_cnt, 7);
+  EXPECT_EQ(sb.rnr_retry, 7);
+  EXPECT_EQ(sa.timeout, 19);  // cm_ack_timeout(15, 18), as in the Soft-RoCE captures
+  EXPECT_EQ(sa.max_rd_atomic, 1);
+  EXPECT_EQ(ra.max_dest_rd_atomic, 1);
+  // The QPs carry them.
+  emu::QpAttr qa, qb;
+  emu::QpInitAttr ia;
+  ASSERT_FALSE(c.qa->query(&qa, &ia));
+  ASSERT_FALSE(c.qb->query(&qb, &ia));
+  EXPECT_EQ(qa.sq_psn, qb.rq_psn);
+  EXPECT_EQ(qb.sq_psn, qa.rq_psn);
+  EXPECT_EQ(qa.dest_qp_num, c.qb->qp_num());
+  EXPECT_EQ(qb.dest_qp_num, c.qa->qp_num());
+}
+
+TEST_P(CmTest, RejectCarriesPrivateDataAndReason28) {
+  Side a = env.make_side(1), b = env.make_side(2);
+  ASSERT_TRUE(a.cm && b.cm);
+  Conn c;
+  listen_on(env, b, &c.listen);
+  start_connect(env, a, b, &c, "may I?");
+  Event req = env.expect_event(b, EventType::kConnectRequest);
+  auto no = bytes("no, go away");
+  ASSERT_FALSE(b.cm->reject(req.id, no));
+  Event rej = env.expect_event(a, EventType::kRejected);
+  EXPECT_EQ(rej.status, wire::rej_reason::kConsumerReject);
+  EXPECT_EQ(rej.private_data_len, 148);
+  EXPECT_EQ(text(rej), "no, go away");
+  EXPECT_EQ(b.cm->accept(req.id, {}), std::errc::invalid_argument);  // already rejected
+}
+
+TEST_P(CmTest, NobodyListeningIsRejectedWithInvalidServiceId) {
+  Side a = env.make_side(1), b = env.make_side(2);
+  ASSERT_TRUE(a.cm && b.cm);
+  Conn c;
+  const Nanos t0 = env.now();
+  start_connect(env, a, b, &c, "anyone?");
+  Event rej = env.expect_event(a, EventType::kRejected);
+  EXPECT_EQ(rej.status, wire::rej_reason::kInvalidServiceId);  // 8
+  if (env.net() == sim::Net::kSim) {
+    EXPECT_LT(env.now() - t0, 1s);  // answered, not timed out
+  }
+}
+
+TEST_P(CmTest, DisconnectFromEitherSide) {
+  for (bool from_a : {true, false}) {
+    SCOPED_TRACE(from_a ? "A disconnects" : "B disconnects");
+    CmEnv e(GetParam());
+    Side a = e.make_side(1), b = e.make_side(2);
+    ASSERT_TRUE(a.cm && b.cm);
+    Conn c = connect_pair(e, a, b);
+    Side& x = from_a ? a : b;
+    Side& y = from_a ? b : a;
+    const IdHandle xi = from_a ? c.a : c.b, yi = from_a ? c.b : c.a;
+    ASSERT_FALSE(x.cm->disconnect(xi));
+    Event dy = e.expect_event(y, EventType::kDisconnected);
+    EXPECT_EQ(dy.id, yi);
+    ASSERT_FALSE(y.cm->disconnect(yi));  // sends the DREP
+    Event dx = e.expect_event(x, EventType::kDisconnected);
+    EXPECT_EQ(dx.status, 0);
+    EXPECT_FALSE(x.cm->disconnect(xi));  // again: nothing to do, no error
+    EXPECT_EQ(x.cm->stats().mads_resent, 0u);
+  }
+}
+
+TEST_P(CmTest, CrossedDisconnectRequests) {
+  Side a = env.make_side(1), b = env.make_side(2);
+  ASSERT_TRUE(a.cm && b.cm);
+  Conn c = connect_pair(env, a, b);
+  ASSERT_FALSE(a.cm->disconnect(c.a));
+  ASSERT_FALSE(b.cm->disconnect(c.b));  // before A's DREQ arrives
+  Event da = env.expect_event(a, EventType::kDisconnected);
+  Event db = env.expect_event(b, EventType::kDisconnected);
+  EXPECT_EQ(da.status, 0);
+  EXPECT_EQ(db.status, 0);
+  env.run_for(50ms);
+  Event more;
+  EXPECT_EQ(a.cm->get_event(a.ch, &more), std::errc::resource_unavailable_try_again);
+  EXPECT_EQ(b.cm->get_event(b.ch, &more), std::errc::resource_unavailable_try_again);
+}
+
+TEST_P(CmTest, ManyConnectionsOnOneListener) {
+  Side b = env.make_side(2);
+  ASSERT_TRUE(b.cm);
+  IdHandle lid;
+  listen_on(env, b, &lid, 16);
+  constexpr int kN = 6;
+  std::vector<Side> as;
+  std::vector<Conn> cs(kN);
+  for (int i = 0; i < kN; ++i) {
+    as.push_back(env.make_side(static_cast<uint8_t>(10 + i)));
+    ASSERT_TRUE(as.back().cm);
+  }
+  for (int i = 0; i < kN; ++i) {
+    cs[i].listen = lid;
+    start_connect(env, as[i], b, &cs[i], "client " + std::to_string(i));
+  }
+  std::set<std::string> seen;
+  for (int i = 0; i < kN; ++i) {
+    Event req = env.expect_event(b, EventType::kConnectRequest);
+    seen.insert(text(req));
+    // Find which A it is by the QPN it announced.
+    int who = -1;
+    for (int j = 0; j < kN; ++j)
+      if (cs[j].qa->qp_num() == req.conn.qp_num && as[j].addr() == b.cm->query(req.id)->dst.ip) who = j;
+    ASSERT_GE(who, 0);
+    Conn& c = cs[who];
+    c.b = req.id;
+    c.qb = make_qp(b);
+    move_qp(b, c.b, c.qb, emu::QpState::kInit);
+    move_qp(b, c.b, c.qb, emu::QpState::kRtr);
+    move_qp(b, c.b, c.qb, emu::QpState::kRts);
+    ConnParam p;
+    p.qp_num = c.qb->qp_num();
+    ASSERT_FALSE(b.cm->accept(c.b, p));
+  }
+  EXPECT_EQ(seen.size(), size_t{kN});
+  for (int i = 0; i < kN; ++i) {
+    env.expect_event(as[i], EventType::kConnectResponse);
+    move_qp(as[i], cs[i].a, cs[i].qa, emu::QpState::kRtr);
+    move_qp(as[i], cs[i].a, cs[i].qa, emu::QpState::kRts);
+    ASSERT_FALSE(as[i].cm->establish(cs[i].a));
+  }
+  for (int i = 0; i < kN; ++i) env.expect_event(b, EventType::kEstablished);
+  send_a_to_b(env, as[3], b, cs[3], "to the 4th connection");
+}
+
+TEST_P(CmTest, BacklogFullRejectsTheRest) {
+  Side b = env.make_side(2);
+  ASSERT_TRUE(b.cm);
+  IdHandle lid;
+  listen_on(env, b, &lid, 2);
+  std::vector<Side> as;
+  std::vector<Conn> cs(4);
+  for (int i = 0; i < 4; ++i) {
+    as.push_back(env.make_side(static_cast<uint8_t>(20 + i)));
+    ASSERT_TRUE(as.back().cm);
+    start_connect(env, as[i], b, &cs[i], "x");
+  }
+  // Nobody takes B's events: two fit the backlog, two are refused (REJ 28).
+  int rejected = 0;
+  for (int i = 0; i < 4; ++i) {
+    env.run_for(100ms);
+    Event ev;
+    if (!as[i].cm->get_event(as[i].ch, &ev)) {
+      EXPECT_EQ(ev.type, EventType::kRejected);
+      EXPECT_EQ(ev.status, wire::rej_reason::kConsumerReject);
+      ++rejected;
+    }
+  }
+  EXPECT_EQ(rejected, 2);
+  Event ev;
+  int requests = 0;
+  while (!b.cm->get_event(b.ch, &ev)) requests += ev.type == EventType::kConnectRequest;
+  EXPECT_EQ(requests, 2);
+}
+
+TEST_P(CmTest, SidrResolvesQpnAndQkey) {
+  Side a = env.make_side(1), b = env.make_side(2);
+  ASSERT_TRUE(a.cm && b.cm);
+  auto l = b.cm->create_id(b.ch, PortSpace::kUdp, emu::QpType::kUD);
+  ASSERT_TRUE(l.ok());
+  ASSERT_FALSE(b.cm->bind(*l, b.at(kPort)));
+  ASSERT_FALSE(b.cm->listen(*l, 4));
+  IdHandle aid = resolve(env, a, b.at(kPort), PortSpace::kUdp, emu::QpType::kUD);
+  ConnParam p;
+  auto pd = bytes("udp hello");
+  p.private_data = pd;
+  ASSERT_FALSE(a.cm->connect(aid, p));
+  Event req = env.expect_event(b, EventType::kConnectRequest);
+  EXPECT_EQ(req.private_data_len, 180);
+  EXPECT_EQ(text(req), "udp hello");
+  EXPECT_EQ(req.ud.ah_attr.dgid, a.addr().gid());
+  emu::Qp* qb = make_qp(b, emu::QpType::kUD);
+  ConnParam acc;
+  acc.qp_num = qb->qp_num();
+  auto back = bytes("udp welcome");
+  acc.private_data = back;
+  ASSERT_FALSE(b.cm->accept(req.id, acc));
+  Event est = env.expect_event(a, EventType::kEstablished);
+  EXPECT_EQ(est.ud.qp_num, qb->qp_num());
+  EXPECT_EQ(est.ud.qkey, 0x01234567u);
+  EXPECT_EQ(est.ud.ah_attr.dgid, b.addr().gid());
+  EXPECT_EQ(text(est), "udp welcome");
+  emu::QpAttr ia;
+  uint32_t mask = 0;
+  ASSERT_FALSE(a.cm->init_qp_attr(aid, emu::QpState::kInit, &ia, &mask));
+  EXPECT_EQ(ia.qkey, 0x01234567u);
+  EXPECT_TRUE(mask & emu::qp_attr::kQkey);
+}
+
+TEST_P(CmTest, SidrWithoutListenerOrRejectedIsUnreachableWithTheSidrStatus) {
+  Side a = env.make_side(1), b = env.make_side(2);
+  ASSERT_TRUE(a.cm && b.cm);
+  IdHandle aid = resolve(env, a, b.at(kPort), PortSpace::kUdp, emu::QpType::kUD);
+  ASSERT_FALSE(a.cm->connect(aid, {}));
+  Event ev = env.expect_event(a, EventType::kUnreachable);
+  EXPECT_EQ(ev.status, wire::sidr_status::kServiceIdNotSupported);
+
+  auto l = b.cm->create_id(b.ch, PortSpace::kUdp, emu::QpType::kUD);
+  ASSERT_FALSE(b.cm->bind(*l, b.at(kPort)));
+  ASSERT_FALSE(b.cm->listen(*l, 4));
+  IdHandle a2 = resolve(env, a, b.at(kPort), PortSpace::kUdp, emu::QpType::kUD);
+  ASSERT_FALSE(a.cm->connect(a2, {}));
+  Event req = env.expect_event(b, EventType::kConnectRequest);
+  ASSERT_FALSE(b.cm->reject(req.id, {}));
+  ev = env.expect_event(a, EventType::kUnreachable);
+  EXPECT_EQ(ev.status, wire::sidr_status::kRejected);
+}
+
+TEST_P(CmTest, BadCallsGiveTheErrnoLibrdmacmGives) {
+  Side a = env.make_side(1);
+  ASSERT_TRUE(a.cm);
+  auto id = a.cm->create_id(a.ch, PortSpace::kTcp, emu::QpType::kRC);
+  ASSERT_TRUE(id.ok());
+  EXPECT_EQ(a.cm->create_id(a.ch, PortSpace::kUdp, emu::QpType::kRC).error(), std::errc::invalid_argument);
+  EXPECT_EQ(a.cm->create_id(999, PortSpace::kTcp, emu::QpType::kRC).error(), std::errc::invalid_argument);
+  EXPECT_EQ(a.cm->connect(*id, {}), std::errc::invalid_argument);         // no route
+  EXPECT_EQ(a.cm->resolve_route(*id, 100), std::errc::invalid_argument);  // no address
+  EXPECT_EQ(a.cm->accept(*id, {}), std::errc::invalid_argument);
+  EXPECT_EQ(a.cm->disconnect(*id), std::errc::invalid_argument);
+  EXPECT_EQ(a.cm->bind(*id, {wire::IpAddr::v4(192, 0, 2, 99), 1}), std::errc::address_not_available);
+  ASSERT_FALSE(a.cm->bind(*id, a.at(kPort)));
+  EXPECT_EQ(a.cm->bind(*id, a.at(kPort + 1)), std::errc::invalid_argument);  // bound already
+  auto id2 = a.cm->create_id(a.ch, PortSpace::kTcp, emu::QpType::kRC);
+  EXPECT_EQ(a.cm->bind(*id2, a.at(kPort)), std::errc::address_in_use);
+  EXPECT_EQ(a.cm->bind(*id2, {wire::IpAddr{}, kPort}), std::errc::address_in_use);  // wildcard overlaps
+  auto id3 = a.cm->create_id(a.ch, PortSpace::kUdp, emu::QpType::kUD);
+  EXPECT_FALSE(a.cm->bind(*id3, a.at(kPort)));  // another port space
+  // Port 0: one is picked.
+  auto id4 = a.cm->create_id(a.ch, PortSpace::kTcp, emu::QpType::kRC);
+  ASSERT_FALSE(a.cm->bind(*id4, a.at(0)));
+  EXPECT_NE(a.cm->query(*id4)->src.port, 0);
+  EXPECT_EQ(a.cm->destroy_id(12345), std::errc::no_such_file_or_directory);
+  EXPECT_EQ(a.cm->destroy_channel(a.ch), std::errc::device_or_resource_busy);
+  Event ev;
+  EXPECT_EQ(a.cm->get_event(a.ch, &ev), std::errc::resource_unavailable_try_again);
+  EXPECT_FALSE(a.cm->destroy_id(*id));
+  EXPECT_EQ(a.cm->query(*id).error(), std::errc::no_such_file_or_directory);
+}
+
+TEST_P(CmTest, ReuseaddrLetsTwoIdsShareAPort) {
+  Side a = env.make_side(1);
+  ASSERT_TRUE(a.cm);
+  auto x = *a.cm->create_id(a.ch, PortSpace::kTcp, emu::QpType::kRC);
+  auto y = *a.cm->create_id(a.ch, PortSpace::kTcp, emu::QpType::kRC);
+  ASSERT_FALSE(a.cm->set_reuseaddr(x, true));
+  ASSERT_FALSE(a.cm->set_reuseaddr(y, true));
+  ASSERT_FALSE(a.cm->bind(x, a.at(9000)));
+  EXPECT_FALSE(a.cm->bind(y, a.at(9000)));
+  EXPECT_EQ(a.cm->set_reuseaddr(y, false), std::errc::invalid_argument);  // after bind
+}
+
+TEST_P(CmTest, ChannelFdIsReadableWhileEventsAreQueued) {
+  Side a = env.make_side(1), b = env.make_side(2);
+  ASSERT_TRUE(a.cm && b.cm);
+  const int fd = a.cm->channel_fd(a.ch);
+  ASSERT_GE(fd, 0);
+  auto readable = [&] {
+    pollfd p{fd, POLLIN, 0};
+    return ::poll(&p, 1, 0) == 1;
+  };
+  EXPECT_FALSE(readable());
+  auto id = *a.cm->create_id(a.ch, PortSpace::kTcp, emu::QpType::kRC);
+  ASSERT_FALSE(a.cm->resolve_addr(id, std::nullopt, b.at(kPort), 1000));
+  EXPECT_TRUE(readable());
+  ASSERT_FALSE(a.cm->resolve_route(id, 1000));  // a second event queued
+  Event ev;
+  ASSERT_FALSE(a.cm->get_event(a.ch, &ev));
+  EXPECT_EQ(ev.type, EventType::kAddrResolved);
+  EXPECT_TRUE(readable());
+  ASSERT_FALSE(a.cm->get_event(a.ch, &ev));
+  EXPECT_EQ(ev.type, EventType::kRouteResolved);
+  EXPECT_FALSE(readable());
+  // Events of a destroyed id are dropped, and the fd says so.
+  ASSERT_FALSE(a.cm->set_context(id, &ev));
+  auto id2 = *a.cm->create_id(a.ch, PortSpace::kTcp, emu::QpType::kRC, &ev);
+  ASSERT_FALSE(a.cm->resolve_addr(id2, std::nullopt, b.at(kPort), 1000));
+  EXPECT_TRUE(readable());
+  ASSERT_FALSE(a.cm->destroy_id(id2));
+  EXPECT_FALSE(readable());
+}
+
+TEST_P(CmTest, DestroyingAConnectedIdDisconnectsThePeer) {
+  Side a = env.make_side(1), b = env.make_side(2);
+  ASSERT_TRUE(a.cm && b.cm);
+  Conn c = connect_pair(env, a, b);
+  ASSERT_FALSE(a.cm->destroy_id(c.a));
+  env.expect_event(b, EventType::kDisconnected);
+  ASSERT_FALSE(b.cm->disconnect(c.b));
+  env.run_for(100ms);
+  EXPECT_EQ(b.cm->stats().mads_resent, 0u);  // the DREP reached A's CM: no DREQ resends
+}
+
+// ---- on the fabric only: losses and timeouts in virtual time ----
+
+class CmSimTest : public ::testing::Test {
+ protected:
+  CmEnv env{sim::Net::kSim};
+};
+
+// MADs a side sends, in order (drop:qpn=1:nth=K drops the K-th).
+TEST_F(CmSimTest, LostReqIsResentAndTheConnectionCompletes) {
+  Side a = env.make_side(1, "drop:qpn=1:nth=1"), b = env.make_side(2);
+  const Nanos t0 = env.now();
+  Conn c = connect_pair(env, a, b);
+  EXPECT_EQ(a.cm->stats().mads_resent, 1u);
+  // The resend waited for the CM response timeout (4.096 us * 2^20) plus
+  // twice the packet life time (2^18): 6.44 s.
+  EXPECT_GE(env.now() - t0, 6s);
+  EXPECT_EQ(text(c.req), "hello from A");
+}
+
+TEST_F(CmSimTest, LostRepIsResentAndTheConnectionCompletes) {
+  Side a = env.make_side(1), b = env.make_side(2, "drop:qpn=1:nth=1");
+  Conn c = connect_pair(env, a, b);
+  EXPECT_EQ(c.est.type, EventType::kEstablished);
+  // B's REP timer fired and resent it (A's REQ resend may also have come first:
+  // then B resent its REP in answer).
+  EXPECT_GE(a.cm->stats().mads_resent + b.cm->stats().mads_resent, 1u);
+  EXPECT_GE(b.cm->stats().mads_sent, 2u);
+}
+
+TEST_F(CmSimTest, LostRtuIsRepairedByTheRepResend) {
+  Side a = env.make_side(1, "drop:qpn=1:nth=2"), b = env.make_side(2);
+  Conn c = connect_pair(env, a, b);
+  EXPECT_EQ(c.est.type, EventType::kEstablished);  // B's ESTABLISHED came after all
+  EXPECT_GE(b.cm->stats().mads_resent, 1u);   // B resent the REP
+  EXPECT_GE(a.cm->stats().duplicates, 1u);    // A saw it twice and resent the RTU
+}
+
+TEST_F(CmSimTest, DataBeforeTheRtuEstablishesThroughNotify) {
+  Side a = env.make_side(1, "drop:qpn=1:nth=2"), b = env.make_side(2);
+  Conn c;
+  listen_on(env, b, &c.listen);
+  start_connect(env, a, b, &c, "x");
+  Event req = env.expect_event(b, EventType::kConnectRequest);
+  c.b = req.id;
+  c.qb = make_qp(b);
+  move_qp(b, c.b, c.qb, emu::QpState::kInit);
+  move_qp(b, c.b, c.qb, emu::QpState::kRtr);
+  move_qp(b, c.b, c.qb, emu::QpState::kRts);
+  ConnParam p;
+  p.qp_num = c.qb->qp_num();
+  ASSERT_FALSE(b.cm->accept(c.b, p));
+  env.expect_event(a, EventType::kConnectResponse);
+  move_qp(a, c.a, c.qa, emu::QpState::kRtr);
+  move_qp(a, c.a, c.qa, emu::QpState::kRts);
+  ASSERT_FALSE(a.cm->establish(c.a));  // its RTU is lost
+  env.run_for(1ms);
+  // The first data arrives: librdmacm's program calls rdma_notify(COMM_EST).
+  ASSERT_FALSE(b.cm->notify(c.b, emu::EventType::kCommEst));
+  Event est = env.expect_event(b, EventType::kEstablished);
+  EXPECT_EQ(est.id, c.b);
+  env.run_for(20s);  // no REP resends after that, no second ESTABLISHED
+  Event more;
+  EXPECT_EQ(b.cm->get_event(b.ch, &more), std::errc::resource_unavailable_try_again);
+  EXPECT_EQ(b.cm->stats().mads_resent, 0u);
+}
+
+TEST_F(CmSimTest, LostDreqIsResentAndBothSidesDisconnect) {
+  // A's MADs: REQ, RTU, DREQ: drop the DREQ once.
+  Side a = env.make_side(1, "drop:qpn=1:nth=3"), b = env.make_side(2);
+  Conn c = connect_pair(env, a, b);
+  ASSERT_FALSE(a.cm->disconnect(c.a));
+  env.expect_event(b, EventType::kDisconnected);
+  ASSERT_FALSE(b.cm->disconnect(c.b));
+  Event d = env.expect_event(a, EventType::kDisconnected);
+  EXPECT_EQ(d.status, 0);
+  EXPECT_EQ(a.cm->stats().mads_resent, 1u);
+}
+
+TEST_F(CmSimTest, DuplicateReqWhileTheApplicationThinksGetsAnMra) {
+  Side a = env.make_side(1), b = env.make_side(2);
+  Conn c;
+  listen_on(env, b, &c.listen);
+  start_connect(env, a, b, &c, "slow server");
+  Event req = env.expect_event(b, EventType::kConnectRequest);
+  // B's application takes 20 s to accept: A resends its REQ after 6.4 s, B's
+  // CM answers with an MRA, and A waits the MRA's service timeout instead of
+  // giving up or resending every 6.4 s.
+  env.run_for(20s);
+  EXPECT_EQ(a.cm->stats().mads_resent, 1u);  // one resend, then the MRA held it
+  EXPECT_EQ(b.cm->stats().duplicates, 1u);
+  EXPECT_EQ(b.cm->stats().mads_sent, 1u);    // the MRA
+  accept_and_establish(env, a, b, &c, "finally", &req);
+  EXPECT_EQ(text(c.rep), "finally");
+}
+
+TEST_F(CmSimTest, PeerWithoutCmGivesUnreachableAfterTheRetries) {
+  Side a = env.make_side(1), b = env.make_side(2, "", /*with_cm=*/false);
+  IdHandle id = resolve(env, a, {b.addr(), kPort});
+  ConnParam p;
+  p.qp_num = 0x99;
+  const Nanos t0 = env.now();
+  ASSERT_FALSE(a.cm->connect(id, p));
+  Event ev = env.expect_event(a, EventType::kUnreachable, 600s);
+  EXPECT_EQ(ev.status, -ETIMEDOUT);
+  EXPECT_EQ(a.cm->stats().mads_sent, 16u);  // the REQ and 15 resends
+  EXPECT_GE(env.now() - t0, 16 * 6s);
+  EXPECT_EQ(b.dev->counters().rcvd_hdr_err, 16u);  // dropped as for an unknown QP
+}
+
+TEST_F(CmSimTest, PeerGoneAfterRequestAnswersNothingAndDisconnectTimesOut) {
+  Side a = env.make_side(1), b = env.make_side(2);
+  Conn c = connect_pair(env, a, b);
+  // B's process ends: its CM is gone, its device no longer serves QP 1.
+  ASSERT_FALSE(b.cm->remove_device(*b.dev));
+  ASSERT_FALSE(a.cm->disconnect(c.a));
+  Event d = env.expect_event(a, EventType::kDisconnected, 600s);
+  EXPECT_EQ(d.status, -ETIMEDOUT);
+}
+
+TEST_F(CmSimTest, SameCallsGiveTheSamePacketsAtTheSameTimes) {
+  auto run = [] {
+    CmEnv e(sim::Net::kSim);
+    Side a = e.make_side(1, "drop:qpn=1:nth=1"), b = e.make_side(2);
+    Conn c = connect_pair(e, a, b);
+    return std::make_tuple(e.now(), c.req.conn.qp_num, c.rep.conn.qp_num, a.cm->query(c.a)->src.port);
+  };
+  EXPECT_EQ(run(), run());
+}
+
+// ---- on UDP only ----
+
+TEST(CmUdpTest, ConnectToAnAddressNobodyHoldsIsUnreachableAfterOneResend) {
+  CmEnv env(sim::Net::kUdp);
+  // Short CM timeouts (0.27 s + 2 x 67 ms per try) to keep the test quick.
+  CmConfig cfg;
+  cfg.cm_response_timeout = 16;
+  cfg.packet_life_time = 14;
+  Side a = env.make_side(1, "", true, cfg);
+  ASSERT_TRUE(a.cm);
+  // An address of the 127.0.0.x pool with no socket behind it: the kernel
+  // answers the REQ with ICMP port unreachable, which the UDP transport learns
+  // when it next sends there (the REQ's first resend): UNREACHABLE then, not
+  // after 15 resends.
+  IdHandle id = resolve(env, a, {wire::IpAddr::v4(127, 0, 0, 254), kPort});
+  ConnParam p;
+  p.qp_num = 0x42;
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_FALSE(a.cm->connect(id, p));
+  Event ev = env.expect_event(a, EventType::kUnreachable);
+  EXPECT_EQ(ev.status, -ETIMEDOUT);
+  EXPECT_LE(a.cm->stats().mads_sent, 3u);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+}
+
+TEST(CmUdpTest, AnAddressWithoutRouteIsAnAddrError) {
+  CmEnv env(sim::Net::kUdp);
+  Side a = env.make_side(1);
+  ASSERT_TRUE(a.cm);
+  auto id = *a.cm->create_id(a.ch, PortSpace::kTcp, emu::QpType::kRC);
+  // A 127.0.0.x device cannot reach a global address: the kernel's route
+  // lookup from a loopback source refuses it, as rdma_resolve_ip would.
+  ASSERT_FALSE(a.cm->resolve_addr(id, std::nullopt, {wire::IpAddr::v4(203, 0, 113, 1), kPort}, 1000));
+  Event ev = env.expect_event(a, EventType::kAddrError);
+  EXPECT_EQ(ev.status, -EHOSTUNREACH);
+  EXPECT_EQ(a.cm->resolve_route(id, 1000), std::errc::invalid_argument);
+}
+
+}  // namespace
+}  // namespace rocelab::cm::test
