@@ -156,4 +156,113 @@ inline std::string text(const Event& e) {
   return s.substr(0, s.find('\0'));
 }
 
+// ---- what librdmacm's programs do, step by step ----
+
+inline constexpr uint16_t kPort = 7174;
+
+// A connected RC pair as rping sets it up: B listens, A resolves and
+// connects, B accepts, A establishes; QPs moved with init_qp_attr.
+struct Conn {
+  IdHandle listen = kNoId, a = kNoId, b = kNoId;
+  emu::Qp* qa = nullptr;
+  emu::Qp* qb = nullptr;
+  Event req, rep, est;  // B's CONNECT_REQUEST, A's CONNECT_RESPONSE, B's ESTABLISHED
+};
+
+inline void listen_on(CmEnv& env, Side& b, IdHandle* lid, int backlog = 8) {
+  (void)env;
+  auto l = b.cm->create_id(b.ch, PortSpace::kTcp, emu::QpType::kRC);
+  ASSERT_TRUE(l.ok());
+  *lid = *l;
+  ASSERT_FALSE(b.cm->bind(*lid, b.at(kPort)));
+  ASSERT_FALSE(b.cm->listen(*lid, backlog));
+}
+
+inline IdHandle resolve(CmEnv& env, Side& a, const SockAddr& dst, PortSpace ps = PortSpace::kTcp,
+                 emu::QpType t = emu::QpType::kRC) {
+  auto id = a.cm->create_id(a.ch, ps, t);
+  EXPECT_TRUE(id.ok());
+  EXPECT_FALSE(a.cm->resolve_addr(*id, std::nullopt, dst, 2000));
+  env.expect_event(a, EventType::kAddrResolved);
+  EXPECT_FALSE(a.cm->resolve_route(*id, 2000));
+  env.expect_event(a, EventType::kRouteResolved);
+  return *id;
+}
+
+inline void start_connect(CmEnv& env, Side& a, Side& b, Conn* c, const std::string& req_data) {
+  c->a = resolve(env, a, b.at(kPort));
+  c->qa = make_qp(a);
+  move_qp(a, c->a, c->qa, emu::QpState::kInit);
+  ConnParam p;
+  auto pd = bytes(req_data);
+  p.private_data = pd;
+  p.responder_resources = 1;
+  p.initiator_depth = 1;
+  p.qp_num = c->qa->qp_num();
+  ASSERT_FALSE(a.cm->connect(c->a, p));
+}
+
+inline void accept_and_establish(CmEnv& env, Side& a, Side& b, Conn* c, const std::string& rep_data,
+                          const Event* taken = nullptr) {
+  c->req = taken ? *taken : env.expect_event(b, EventType::kConnectRequest);
+  c->b = c->req.id;
+  c->qb = make_qp(b);
+  move_qp(b, c->b, c->qb, emu::QpState::kInit);
+  move_qp(b, c->b, c->qb, emu::QpState::kRtr);
+  move_qp(b, c->b, c->qb, emu::QpState::kRts);
+  ConnParam p;
+  auto pd = bytes(rep_data);
+  p.private_data = pd;
+  p.responder_resources = 1;
+  p.initiator_depth = 1;
+  p.qp_num = c->qb->qp_num();
+  ASSERT_FALSE(b.cm->accept(c->b, p));
+  c->rep = env.expect_event(a, EventType::kConnectResponse);
+  move_qp(a, c->a, c->qa, emu::QpState::kRtr);
+  move_qp(a, c->a, c->qa, emu::QpState::kRts);
+  ASSERT_FALSE(a.cm->establish(c->a));
+  c->est = env.expect_event(b, EventType::kEstablished);
+}
+
+inline Conn connect_pair(CmEnv& env, Side& a, Side& b, const std::string& req_data = "hello from A",
+                  const std::string& rep_data = "welcome from B") {
+  Conn c;
+  listen_on(env, b, &c.listen);
+  start_connect(env, a, b, &c, req_data);
+  accept_and_establish(env, a, b, &c, rep_data);
+  return c;
+}
+
+// A SEND from A's QP lands in B's buffer: the QPs the CM set up work.
+inline void send_a_to_b(CmEnv& env, Side& a, Side& b, const Conn& c, const std::string& msg) {
+  emu::Sge rs{reinterpret_cast<uint64_t>(b.buf.data()), 1024, b.mr->lkey()};
+  emu::RecvWr r;
+  r.wr_id = 7;
+  r.sg_list = std::span<const emu::Sge>(&rs, 1);
+  size_t n = 0;
+  ASSERT_FALSE(c.qb->post_recv(std::span<const emu::RecvWr>(&r, 1), &n));
+  std::memcpy(a.buf.data(), msg.data(), msg.size());
+  emu::Sge ss{reinterpret_cast<uint64_t>(a.buf.data()), static_cast<uint32_t>(msg.size()), a.mr->lkey()};
+  emu::SendWr w;
+  w.wr_id = 9;
+  w.opcode = emu::WrOpcode::kSend;
+  w.sg_list = std::span<const emu::Sge>(&ss, 1);
+  w.send_flags = emu::send_flags::kSignaled;
+  ASSERT_FALSE(c.qa->post_send(std::span<const emu::SendWr>(&w, 1), &n));
+  bool got = false;
+  const auto wall = std::chrono::steady_clock::now();
+  while (!got && std::chrono::steady_clock::now() - wall < 20s) {
+    emu::Wc wc[4];
+    const int k = b.cq->poll(std::span<emu::Wc>(wc, 4));
+    for (int i = 0; i < k; ++i)
+      if (wc[i].wr_id == 7) {
+        EXPECT_EQ(wc[i].status, emu::WcStatus::kSuccess);
+        got = true;
+      }
+    if (!got && !env.step()) break;
+  }
+  ASSERT_TRUE(got) << "the SEND did not arrive";
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(b.buf.data()), msg.size()), msg);
+}
+
 }  // namespace rocelab::cm::test
