@@ -1,13 +1,60 @@
 #include "sim/capture_ladder.h"
 
+#include <cstdio>
 #include <map>
 #include <set>
 #include <tuple>
 
+#include "wire/cm_mad.h"
 #include "wire/frame.h"
+#include "wire/gsi.h"
 #include "wire/pcap_reader.h"
 
 namespace rocelab::sim {
+namespace {
+
+// A CM MAD in a few words, and what identifies it for "(again)": attribute,
+// TID and the sender's comm ID.
+std::string mad_label(std::span<const std::byte> mad, std::tuple<uint16_t, uint64_t, uint32_t>* key) {
+  auto m = wire::parse_cm_mad(mad);
+  if (!m) {
+    auto h = wire::parse_mad_header(mad);
+    if (!h) return "MAD (unreadable)";
+    char b[64];
+    std::snprintf(b, sizeof b, "MAD class 0x%02x attr 0x%04x", h->mgmt_class, h->attr_id);
+    return b;
+  }
+  const wire::CmAttr attr = wire::attr_of(m->msg);
+  std::string s = "CM " + std::string(wire::short_name(attr));
+  char b[96] = "";
+  uint32_t comm = 0;
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, wire::CmReq>) {
+          comm = x.local_comm_id;
+          std::snprintf(b, sizeof b, " qpn 0x%06x psn %u", x.local_qpn.value(), x.starting_psn.value());
+        } else if constexpr (std::is_same_v<T, wire::CmRep>) {
+          comm = x.local_comm_id;
+          std::snprintf(b, sizeof b, " qpn 0x%06x psn %u", x.local_qpn.value(), x.starting_psn.value());
+        } else if constexpr (std::is_same_v<T, wire::CmRej>) {
+          comm = x.local_comm_id;
+          std::snprintf(b, sizeof b, " reason %u", x.reason);
+        } else if constexpr (std::is_same_v<T, wire::CmSidrReq>) {
+          comm = x.request_id;
+        } else if constexpr (std::is_same_v<T, wire::CmSidrRep>) {
+          comm = x.request_id;
+          std::snprintf(b, sizeof b, " status %u qpn 0x%06x", x.status, x.qpn.value());
+        } else {
+          comm = x.local_comm_id;
+        }
+      },
+      m->msg);
+  *key = {static_cast<uint16_t>(attr), m->hdr.tid, comm};
+  return s + b;
+}
+
+}  // namespace
 
 bool ladder_from_capture(const std::string& path, size_t max_packets, CaptureLadder* out, std::string* error) {
   std::string detail;
@@ -25,6 +72,7 @@ bool ladder_from_capture(const std::string& path, size_t max_packets, CaptureLad
     return it->second;
   };
   std::set<std::tuple<int, uint32_t, uint32_t>> requests;  // (from, dest QPN, PSN) seen
+  std::set<std::tuple<int, uint16_t, uint64_t, uint32_t>> mads;  // (from, attribute, TID, comm ID) seen
   std::chrono::nanoseconds t0{-1};
   for (;;) {
     auto f = reader->next(&detail);
@@ -71,7 +119,13 @@ bool ladder_from_capture(const std::string& path, size_t max_packets, CaptureLad
       p.aeth_syndrome = h.aeth.syndrome;
       p.msn = h.aeth.msn;
     }
-    if (h.info().is(wire::OpClass::kRequest)) p.retransmission = !requests.insert({p.from, p.dest_qpn, p.psn}).second;
+    if (wire::is_gsi_mad(d->roce)) {
+      std::tuple<uint16_t, uint64_t, uint32_t> key{};
+      p.mad = mad_label(d->roce.payload, &key);
+      p.retransmission = !mads.insert({p.from, std::get<0>(key), std::get<1>(key), std::get<2>(key)}).second;
+    } else if (h.info().is(wire::OpClass::kRequest)) {
+      p.retransmission = !requests.insert({p.from, p.dest_qpn, p.psn}).second;
+    }
     const size_t idx = l.packets.size();
     l.packets.push_back(p);
     l.entries.push_back({t, l.entries.size(), p.from, idx, {}});

@@ -158,10 +158,15 @@ std::string header_lines(const wire::RocePacket& p) {
 
 std::string LadderPacket::label() const {
   const wire::OpInfo& info = wire::op_info(opcode);
-  std::string s = info.valid ? std::string(info.name) : "opcode " + std::to_string(opcode);
-  s += " psn " + std::to_string(psn);
-  if (ack_req) s += " AckReq";
-  if (payload_len != 0) s += " len " + std::to_string(payload_len);
+  std::string s;
+  if (!mad.empty()) {
+    s = mad;
+  } else {
+    s = info.valid ? std::string(info.name) : "opcode " + std::to_string(opcode);
+    s += " psn " + std::to_string(psn);
+    if (ack_req) s += " AckReq";
+    if (payload_len != 0) s += " len " + std::to_string(payload_len);
+  }
   if (aeth_syndrome) s += " " + aeth_text(*aeth_syndrome, msn);
   if (retransmission) s += " (again)";
   if (delayed) s += " (delayed)";

@@ -40,6 +40,9 @@ struct LadderPacket {
   bool ack_req = false;
   std::optional<uint8_t> aeth_syndrome;
   uint32_t msn = 0;
+  // (captures) a MAD to QP 1: what it says ("CM REQ qpn 0x000011 psn 9026318"),
+  // drawn instead of the UD SEND that carries it.
+  std::string mad;
   std::string label() const;  // "RC SEND First psn 0 AckReq len 1024"
 };
 

@@ -99,6 +99,11 @@ TEST(CmWire, TsharkReadsARealUdpConnectAndDisconnectFieldByField) {
   for (const char* name : {"ConnectRequest(REQ)", "ConnectReply(REP)", "ReadyToUse(RTU)",
                            "DisconnectRequest(DREQ)", "DisconnectReply(DREP)", "TCP port 7174"})
     EXPECT_NE(dec.out.find(name), std::string::npos) << name << "\n" << dec.out;
+  // rocelab ladder draws the MADs as what they say.
+  Output lad = run(quote(kRocelab) + " ladder " + quote(path));
+  EXPECT_EQ(lad.status, 0) << lad.err;
+  for (const char* name : {"CM REQ qpn", "CM REP qpn", "CM RTU", "CM DREQ", "CM DREP"})
+    EXPECT_NE(lad.out.find(name), std::string::npos) << name << "\n" << lad.out;
   ::unlink(path.c_str());
   std::map<uint64_t, std::map<std::string, std::string>> mad;  // by attribute ID
   std::vector<std::map<std::string, std::string>> data;

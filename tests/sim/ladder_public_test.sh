@@ -23,5 +23,13 @@ for f in "$traces"/*.pcap; do
   drawn=$(grep -c '▶│\|│◀\|──$' <<< "$out")
   [ "$n" = 0 ] || [ "$drawn" -gt 0 ] || fail "$(basename "$f"): nothing drawn"
 done
+# CM MADs are drawn as what they say (the Soft-RoCE rping connection).
+f=$traces/montybeatnik_test.pcap
+if [ -f "$f" ]; then
+  out=$("$rocelab" ladder "$f")
+  for want in 'CM REQ qpn 0x000017 psn 9026318' 'CM REP qpn 0x000011 psn 12726936' 'CM RTU' 'CM DREQ' 'CM DREP'; do
+    grep -q -- "$want" <<< "$out" || fail "montybeatnik_test.pcap: no '$want' in the ladder"
+  done
+fi
 [ $failures = 0 ] && echo "rocelab ladder: every public capture drawn"
 exit $((failures > 0))
