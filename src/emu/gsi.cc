@@ -11,12 +11,13 @@ namespace rocelab::emu {
 // Called from receive() (device lock held) for a packet to QP 1 that passed
 // the ICRC and P_Key checks, when a client is installed.
 void Device::Engine::gsi_receive(const wire::RocePacket& pkt, const Datagram& d) {
-  if (!wire::is_gsi_mad(pkt)) return drop(nullptr, d, "not a MAD", &Counters::rcvd_hdr_err);
+  if (!wire::is_to_gsi(pkt)) return drop(nullptr, d, "not a MAD", &Counters::rcvd_hdr_err);
   // IBTA 10.2.5 / C10-15: QP 1 accepts only the well-known GSI Q_Key.
   if (pkt.hdr.deth.qkey != wire::kGsiQkey) {
     counters.qkey_viol += 1;
     return drop(nullptr, d, "Q_Key", &Counters::rcvd_hdr_err);
   }
+  if (!wire::is_gsi_mad(pkt)) return drop(nullptr, d, "not a MAD", &Counters::rcvd_hdr_err);
   counters.rcvd_pkts++;
   if (logging()) {
     EngineEvent e;

@@ -13,6 +13,7 @@
 
 #include "tests/cm/cm_env.h"
 #include "wire/cm_mad.h"
+#include "wire/cma_hdr.h"
 
 namespace rocelab::cm::test {
 namespace {
@@ -535,6 +536,128 @@ TEST(CmUdpTest, AnAddressWithoutRouteIsAnAddrError) {
   Event ev = env.expect_event(a, EventType::kAddrError);
   EXPECT_EQ(ev.status, -EHOSTUNREACH);
   EXPECT_EQ(a.cm->resolve_route(id, 1000), std::errc::invalid_argument);
+}
+
+}  // namespace
+}  // namespace rocelab::cm::test
+
+namespace rocelab::cm::test {
+namespace {
+
+// A bare QP 1 client: records the MADs it receives (a hand-made peer).
+struct Recorder final : emu::GsiClient {
+  std::vector<wire::CmMad> got;
+  void on_mad(const emu::GsiMad& m) override {
+    auto p = wire::parse_cm_mad(m.mad);
+    if (p) got.push_back(*p);
+  }
+};
+
+void send_raw(emu::Device& from, const wire::IpAddr& to, const wire::CmMad& m) {
+  std::array<std::byte, wire::kMadLen> buf{};
+  ASSERT_TRUE(wire::encode_cm_mad(buf, m));
+  from.run_locked([&] { EXPECT_FALSE(from.send_mad_locked(to, buf)); });
+}
+
+TEST_F(CmSimTest, MadsForNoConnectionAreAnsweredAsTheKernelDoes) {
+  Side b = env.make_side(2);
+  Side x = env.make_side(3, "", /*with_cm=*/false);
+  Recorder rec;
+  ASSERT_FALSE(x.dev->set_gsi_client(&rec));
+  EXPECT_FALSE(x.dev->set_gsi_client(&rec));  // the same client again: fine
+  Recorder other;
+  EXPECT_EQ(x.dev->set_gsi_client(&other), std::errc::device_or_resource_busy);
+  // A REP for no REQ of B's: REJ 6 (invalid comm ID), the comm IDs swapped, the TID echoed.
+  wire::CmRep rep;
+  rep.local_comm_id = 0x11112222;
+  rep.remote_comm_id = 0x33334444;
+  send_raw(*x.dev, b.addr(), wire::make_cm_mad(0xABCD, rep));
+  // A DREQ for no connection: a DREP.
+  wire::CmDreq dreq;
+  dreq.local_comm_id = 0x55556666;
+  dreq.remote_comm_id = 0x77778888;
+  send_raw(*x.dev, b.addr(), wire::make_cm_mad(0xBEEF, dreq));
+  // An RTU and a DREP for nothing: dropped, counted.
+  wire::CmRtu rtu;
+  rtu.remote_comm_id = 0x1;
+  send_raw(*x.dev, b.addr(), wire::make_cm_mad(1, rtu));
+  send_raw(*x.dev, b.addr(), wire::make_cm_mad(2, wire::CmDrep{}));
+  // A REQ for a service nobody listens on: REJ 8.
+  wire::CmReq req;
+  req.local_comm_id = 0x9999;
+  req.service_id = wire::rdma_cm_service_id(wire::rdma_ps::kTcp, 4000);
+  wire::CmaHdr hdr;
+  hdr.port = 40000;
+  hdr.src = x.addr();
+  hdr.dst = b.addr();
+  std::array<std::byte, wire::kCmaHdrLen> hb{};
+  ASSERT_TRUE(wire::encode_cma_hdr(hb, hdr));
+  for (size_t i = 0; i < hb.size(); ++i) req.private_data[i] = static_cast<uint8_t>(hb[i]);
+  send_raw(*x.dev, b.addr(), wire::make_cm_mad(3, req));
+  // Garbage in a MAD's clothes (another management class) and a UD SEND to QP 1 that is no MAD.
+  std::array<std::byte, wire::kMadLen> junk{};
+  junk[0] = std::byte{1};
+  junk[1] = std::byte{0x03};
+  x.dev->run_locked([&] { EXPECT_FALSE(x.dev->send_mad_locked(b.addr(), junk)); });
+  x.dev->run_locked([&] {
+    EXPECT_EQ(x.dev->send_mad_locked(b.addr(), std::span<const std::byte>(junk.data(), 100)),
+              std::errc::invalid_argument);
+  });
+  env.run_for(10ms);
+  ASSERT_EQ(rec.got.size(), 3u);
+  const auto& rej = std::get<wire::CmRej>(rec.got[0].msg);
+  EXPECT_EQ(rec.got[0].hdr.tid, 0xABCDu);
+  EXPECT_EQ(rej.reason, wire::rej_reason::kInvalidCommId);
+  EXPECT_EQ(rej.message_rejected, wire::CmMsgRef::kRep);
+  EXPECT_EQ(rej.local_comm_id, 0x33334444u);
+  EXPECT_EQ(rej.remote_comm_id, 0x11112222u);
+  const auto& drep = std::get<wire::CmDrep>(rec.got[1].msg);
+  EXPECT_EQ(rec.got[1].hdr.tid, 0xBEEFu);
+  EXPECT_EQ(drep.local_comm_id, 0x77778888u);
+  EXPECT_EQ(drep.remote_comm_id, 0x55556666u);
+  const auto& rej8 = std::get<wire::CmRej>(rec.got[2].msg);
+  EXPECT_EQ(rej8.reason, wire::rej_reason::kInvalidServiceId);
+  EXPECT_EQ(rej8.remote_comm_id, 0x9999u);
+  EXPECT_EQ(b.cm->stats().mads_received, 6u);
+  EXPECT_EQ(b.cm->stats().mads_dropped, 3u);  // RTU, DREP, the SA-class MAD
+  x.dev->set_gsi_client(nullptr);
+}
+
+TEST_F(CmSimTest, PacketsToQp1ThatAreNoMadsAreDroppedByTheDevice) {
+  Side b = env.make_side(2);
+  Side x = env.make_side(3, "", false);
+  // A UD QP on x sends to B's QP 1: with the wrong Q_Key, and with the right
+  // one (a remote Q_Key with the high bit set means the QP's own, here the
+  // GSI's) but 64 bytes: the device drops both before the CM sees them.
+  emu::Qp* ud = make_qp(x, emu::QpType::kUD);
+  emu::QpAttr a;
+  a.qp_state = emu::QpState::kInit;
+  a.qkey = 0x80010000;
+  ASSERT_FALSE(ud->modify(a, emu::qp_attr::kState | emu::qp_attr::kPkeyIndex | emu::qp_attr::kPort |
+                                 emu::qp_attr::kQkey));
+  a.qp_state = emu::QpState::kRtr;
+  ASSERT_FALSE(ud->modify(a, emu::qp_attr::kState));
+  a.qp_state = emu::QpState::kRts;
+  ASSERT_FALSE(ud->modify(a, emu::qp_attr::kState | emu::qp_attr::kSqPsn));
+  emu::AhAttr ah;
+  ah.dgid = b.addr().gid();
+  emu::Ah* av = *x.dev->create_ah(x.pd, ah);
+  const auto before = b.dev->counters();
+  for (uint32_t qkey : {0x1234u, 0x80010000u}) {
+    emu::Sge s{reinterpret_cast<uint64_t>(x.buf.data()), 64, x.mr->lkey()};
+    emu::SendWr w;
+    w.opcode = emu::WrOpcode::kSend;
+    w.sg_list = std::span<const emu::Sge>(&s, 1);
+    w.ud.ah = av;
+    w.ud.remote_qpn = 1;
+    w.ud.remote_qkey = qkey;
+    size_t n = 0;
+    ASSERT_FALSE(ud->post_send(std::span<const emu::SendWr>(&w, 1), &n));
+  }
+  env.run_for(10ms);
+  EXPECT_EQ(b.dev->counters().rcvd_hdr_err - before.rcvd_hdr_err, 2u);
+  EXPECT_EQ(b.dev->counters().qkey_viol - before.qkey_viol, 1u);
+  EXPECT_EQ(b.cm->stats().mads_received, 0u);
 }
 
 }  // namespace
