@@ -662,3 +662,43 @@ TEST_F(CmSimTest, PacketsToQp1ThatAreNoMadsAreDroppedByTheDevice) {
 
 }  // namespace
 }  // namespace rocelab::cm::test
+
+namespace rocelab::cm::test {
+namespace {
+
+// One process, one device, connecting to its own listener (a program that
+// runs client and server threads, or cmtime against itself).
+TEST_P(CmTest, ConnectToItsOwnAddress) {
+  Side a = env.make_side(1);
+  ASSERT_TRUE(a.cm);
+  Conn c;
+  listen_on(env, a, &c.listen);
+  start_connect(env, a, a, &c, "to myself");
+  Event req = env.expect_event(a, EventType::kConnectRequest);
+  EXPECT_EQ(text(req), "to myself");
+  c.b = req.id;
+  c.qb = make_qp(a);
+  move_qp(a, c.b, c.qb, emu::QpState::kInit);
+  move_qp(a, c.b, c.qb, emu::QpState::kRtr);
+  move_qp(a, c.b, c.qb, emu::QpState::kRts);
+  ConnParam p;
+  p.qp_num = c.qb->qp_num();
+  ASSERT_FALSE(a.cm->accept(c.b, p));
+  Event rep = env.expect_event(a, EventType::kConnectResponse);
+  EXPECT_EQ(rep.id, c.a);
+  move_qp(a, c.a, c.qa, emu::QpState::kRtr);
+  move_qp(a, c.a, c.qa, emu::QpState::kRts);
+  ASSERT_FALSE(a.cm->establish(c.a));
+  Event est = env.expect_event(a, EventType::kEstablished);
+  EXPECT_EQ(est.id, c.b);
+  send_a_to_b(env, a, a, c, "loop");
+  ASSERT_FALSE(a.cm->disconnect(c.a));
+  Event d1 = env.expect_event(a, EventType::kDisconnected);
+  EXPECT_EQ(d1.id, c.b);
+  ASSERT_FALSE(a.cm->disconnect(c.b));
+  Event d2 = env.expect_event(a, EventType::kDisconnected);
+  EXPECT_EQ(d2.id, c.a);
+}
+
+}  // namespace
+}  // namespace rocelab::cm::test
