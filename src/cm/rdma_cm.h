@@ -183,7 +183,7 @@ class Cm {
   // route verdict for dst is kReachable) with an ephemeral port, then queues
   // kAddrResolved, or kAddrError with -EHOSTUNREACH / -ENETUNREACH as
   // CmConfig::route says. The event is queued from this call (the emulation
-  // has no ARP: no MAD is sent and timeout_ms is only checked, > 0); an address
+  // has no ARP: no MAD is sent and timeout_ms is not used); an address
   // nobody holds resolves, and the failure shows at connect: kUnreachable, as
   // soon as the network reports the address dead (ICMP port unreachable on
   // UDP), else after the REQ's retries. EINVAL when already resolving or
@@ -193,7 +193,8 @@ class Cm {
                                const SockAddr& dst, int timeout_ms);
   // rdma_resolve_route: after kAddrResolved, fills the path (GIDs
   // ::ffff:a.b.c.d, MTU = the device's active MTU, hop limit 64, traffic class
-  // = TOS, packet life time) and queues kRouteResolved. EINVAL in any other state.
+  // = TOS, packet life time) and queues kRouteResolved (timeout_ms is not
+  // used). EINVAL in any other state.
   std::error_code resolve_route(IdHandle id, int timeout_ms);
 
   // ---- Passive side ----
@@ -313,8 +314,11 @@ class Cm {
   // group a.b.c.d maps to ::ffff:a.b.c.d as the kernel's RoCE
   // cma_iboe_set_mgid), ud.qp_num 0xFFFFFF, ud.qkey RDMA_UDP_QKEY; the shim
   // attaches the QP (ibv_attach_mcast). No MAD is sent (RoCE has no SA).
-  // EINVAL for a non-multicast address or an id without a device.
+  // The event carries the group and context (Event::mc_group, mc_context).
+  // EINVAL for a non-multicast address or an id that is not UD or has no
+  // device; EADDRINUSE for a group the id has joined already.
   std::error_code join_multicast(IdHandle id, const SockAddr& group, void* context);
+  // EADDRNOTAVAIL for a group the id has not joined (librdmacm's errno).
   std::error_code leave_multicast(IdHandle id, const SockAddr& group);
 
   // ---- Statistics ----

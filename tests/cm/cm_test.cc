@@ -702,3 +702,29 @@ TEST_P(CmTest, ConnectToItsOwnAddress) {
 
 }  // namespace
 }  // namespace rocelab::cm::test
+
+namespace rocelab::cm::test {
+namespace {
+
+TEST_P(CmTest, MulticastJoinReportsTheGroupGidAndQkey) {
+  Side a = env.make_side(1);
+  ASSERT_TRUE(a.cm);
+  auto id = *a.cm->create_id(a.ch, PortSpace::kUdp, emu::QpType::kUD);
+  ASSERT_FALSE(a.cm->bind(id, a.at(0)));
+  const SockAddr group{wire::IpAddr::v4(239, 1, 2, 3), 0};
+  int ctx = 0;
+  EXPECT_EQ(a.cm->join_multicast(id, a.at(0), &ctx), std::errc::invalid_argument);  // not a group
+  ASSERT_FALSE(a.cm->join_multicast(id, group, &ctx));
+  EXPECT_EQ(a.cm->join_multicast(id, group, &ctx), std::errc::address_in_use);
+  Event ev = env.expect_event(a, EventType::kMulticastJoin);
+  EXPECT_EQ(ev.ud.ah_attr.dgid, group.ip.gid());  // ::ffff:239.1.2.3
+  EXPECT_EQ(ev.ud.qp_num, 0xFFFFFFu);
+  EXPECT_EQ(ev.ud.qkey, 0x01234567u);
+  EXPECT_EQ(ev.mc_context, &ctx);
+  EXPECT_EQ(ev.mc_group, group);
+  EXPECT_FALSE(a.cm->leave_multicast(id, group));
+  EXPECT_EQ(a.cm->leave_multicast(id, group), std::errc::address_not_available);
+}
+
+}  // namespace
+}  // namespace rocelab::cm::test
