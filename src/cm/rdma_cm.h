@@ -22,9 +22,11 @@
 // and librdmacm too keeps one open per device for the life of the library),
 // then calls Cm::add_device(device) for each; add_device installs the Cm as
 // the device's GSI client (QP 1). Before the context is closed (library
-// unload, or never), remove_device(). How the shim reaches the emu::Device
-// behind an ibv_context (ShimContext in verbs_shim/shim_objects.h) is the
-// shim's business; this library only needs the reference.
+// unload, or never), remove_device(). The emu::Device behind an emulated
+// ibv_context is ShimContext::engine (verbs_shim/shim_objects.h: an emulated
+// context is a ShimContext whose verbs_context ends in the ibv_context;
+// verbs_shim::is_emu(ctx) tells which contexts are). This library only needs
+// the reference; how the two shims share it is the rdmacm shim's business.
 //
 // Threads and locks. Every method is thread-safe and non-blocking (no call
 // waits for the network). Work that reacts to the network (received MADs,
