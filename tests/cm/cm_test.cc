@@ -7,6 +7,8 @@
 
 #include <poll.h>
 
+#include <random>
+
 #include <cerrno>
 #include <set>
 #include <tuple>
@@ -14,6 +16,8 @@
 #include "tests/cm/cm_env.h"
 #include "wire/cm_mad.h"
 #include "wire/cma_hdr.h"
+#include "wire/gsi.h"
+#include "wire/packet.h"
 
 namespace rocelab::cm::test {
 namespace {
@@ -758,6 +762,80 @@ TEST_F(CmSimTest, ConnectAndDisconnectCompleteUnderHeavyMadLoss) {
                               emu::qp_attr::kState));
   }
   EXPECT_GT(a.cm->stats().mads_resent + b.cm->stats().mads_resent, 0u);
+}
+
+}  // namespace
+}  // namespace rocelab::cm::test
+
+namespace rocelab::cm::test {
+namespace {
+
+// A hostile peer sends B thousands of CM MADs with random bodies (valid
+// headers; attributes REQ ... SIDR_REP; comm IDs now and then those of B's
+// live connection): B's CM must neither crash nor wedge — afterwards a new
+// connection still completes. Run under ASan by make test-asan.
+// B's CM MADs as they leave: the comm IDs of its connection.
+struct RepTap final : emu::PacketTap {
+  uint32_t local = 0, remote = 0;
+  void on_packet(emu::Direction dir, Nanos, const emu::Datagram& d) override {
+    if (dir != emu::Direction::kTx) return;
+    auto p = wire::parse_roce(d.payload);
+    if (!p || !wire::is_gsi_mad(*p)) return;
+    auto m = wire::parse_cm_mad(p->payload);
+    if (!m) return;
+    if (const auto* rep = std::get_if<wire::CmRep>(&m->msg)) {
+      local = rep->local_comm_id;
+      remote = rep->remote_comm_id;
+    }
+  }
+};
+
+TEST_F(CmSimTest, RandomMadsNeitherCrashNorWedgeTheCm) {
+  Side a = env.make_side(1), b = env.make_side(2), x = env.make_side(3, "", false);
+  RepTap tap;
+  b.dev->set_tap(&tap);
+  Conn live = connect_pair(env, a, b);
+  b.dev->set_tap(nullptr);
+  ASSERT_NE(tap.local, 0u);
+  std::mt19937_64 rng(42);
+  Recorder rec;  // x hears B's answers (and ignores them)
+  ASSERT_FALSE(x.dev->set_gsi_client(&rec));
+  for (int i = 0; i < 3000; ++i) {
+    std::array<std::byte, wire::kMadLen> m{};
+    for (auto& byte : m) byte = std::byte(static_cast<uint8_t>(rng()));
+    wire::MadHeader h;
+    h.mgmt_class = 0x07;
+    h.class_version = 2;
+    h.method = wire::mad_method::kSend;
+    h.tid = rng();
+    h.attr_id = static_cast<uint16_t>(0x10 + rng() % 9);
+    h.store(m.data());
+    if (rng() % 4 == 0) {
+      // Aim at the live connection: the sender's comm ID first, the
+      // receiver's second, in most CM messages.
+      wire::store_be32(m.data() + wire::kMadHeaderLen, tap.remote);
+      wire::store_be32(m.data() + wire::kMadHeaderLen + 4, tap.local);
+    }
+    x.dev->run_locked([&] { EXPECT_FALSE(x.dev->send_mad_locked(b.addr(), m)); });
+    if (i % 50 == 0) env.run_for(1ms);
+  }
+  env.run_for(1s);
+  EXPECT_GT(b.cm->stats().mads_received, 2900u);
+  // Still serving: a new connection from A.
+  Event ev;
+  while (!b.cm->get_event(b.ch, &ev)) {
+    if (ev.type == EventType::kConnectRequest) {
+      ASSERT_FALSE(b.cm->destroy_id(ev.id));
+    }
+  }
+  while (!a.cm->get_event(a.ch, &ev)) {
+  }
+  Conn c2;
+  c2.listen = live.listen;
+  start_connect(env, a, b, &c2, "after the storm");
+  accept_and_establish(env, a, b, &c2, "still here");
+  EXPECT_EQ(text(c2.req), "after the storm");
+  x.dev->set_gsi_client(nullptr);
 }
 
 }  // namespace
