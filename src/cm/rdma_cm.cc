@@ -410,6 +410,7 @@ std::error_code Cm::resolve_addr(IdHandle h, const std::optional<SockAddr>& src,
   Impl& m = *impl_;
   (void)timeout_ms;  // no ARP: resolution is immediate
   if (dst.is_any()) return err(EINVAL);
+  if (src && src->ip.v6 != dst.ip.v6 && !src->is_any()) return err(EINVAL);  // as rdma_resolve_addr
   // The candidate devices, judged without the lock (CmConfig::route may block briefly).
   std::vector<DevicePort*> cands;
   DevicePort* fixed = nullptr;
@@ -435,7 +436,9 @@ std::error_code Cm::resolve_addr(IdHandle h, const std::optional<SockAddr>& src,
   DevicePort* chosen = nullptr;
   RouteVerdict verdict = RouteVerdict::kHostUnreach;
   for (DevicePort* p : cands) {
-    const RouteVerdict v = p->dev->address() == dst.ip ? RouteVerdict::kReachable : m.route(*p->dev, dst.ip);
+    const RouteVerdict v = p->dev->address() == dst.ip      ? RouteVerdict::kReachable
+                           : p->dev->address().v6 != dst.ip.v6 ? RouteVerdict::kNetUnreach  // no IPv4 on an IPv6 device
+                                                               : m.route(*p->dev, dst.ip);
     if (v == RouteVerdict::kReachable) {
       chosen = p;
       verdict = v;

@@ -48,7 +48,7 @@ class CmEnv {
   // from 100+host on UDP); faults: a drop-schedule SPEC (fault_config.h) for
   // what its device sends; with_cm false: a device whose QP 1 nobody serves.
   Side make_side(uint8_t host, const std::string& faults = "", bool with_cm = true,
-                 CmConfig cfg = {}) {
+                 CmConfig cfg = {}, std::optional<wire::IpAddr> sim_addr = std::nullopt) {
     Side s;
     std::optional<sim::NodeFaults> nf;
     if (!faults.empty()) {
@@ -60,7 +60,8 @@ class CmEnv {
       nf = sim::NodeFaults{host, rules.rules};
     }
     std::string err;
-    s.dev = bed_.make_device(wire::IpAddr::v4(10, 0, 0, host), static_cast<uint8_t>(100 + host), {},
+    s.dev = bed_.make_device(sim_addr ? *sim_addr : wire::IpAddr::v4(10, 0, 0, host),
+                             static_cast<uint8_t>(100 + host), {},
                              nf ? &*nf : nullptr, nullptr, &err);
     if (!s.dev) {
       ADD_FAILURE() << err;

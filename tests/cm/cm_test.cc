@@ -840,3 +840,36 @@ TEST_F(CmSimTest, RandomMadsNeitherCrashNorWedgeTheCm) {
 
 }  // namespace
 }  // namespace rocelab::cm::test
+
+namespace rocelab::cm::test {
+namespace {
+
+// IPv6 addresses: the rdma_cm header says IP version 6, the GIDs are the
+// addresses themselves, and the connection works.
+TEST_F(CmSimTest, ConnectsOverIpv6) {
+  const auto a6 = *wire::IpAddr::parse("fd00::1"), b6 = *wire::IpAddr::parse("fd00::2");
+  Side a = env.make_side(1, "", true, {}, a6), b = env.make_side(2, "", true, {}, b6);
+  ASSERT_TRUE(a.cm && b.cm);
+  Conn c = connect_pair(env, a, b, "v6 hello");
+  EXPECT_EQ(text(c.req), "v6 hello");
+  auto ib = b.cm->query(c.b);
+  ASSERT_TRUE(ib.ok());
+  EXPECT_EQ(ib->dst.ip, a6);
+  EXPECT_EQ(ib->dgid, a6.gid());
+  emu::QpAttr r;
+  uint32_t m = 0;
+  ASSERT_FALSE(a.cm->init_qp_attr(c.a, emu::QpState::kRtr, &r, &m));
+  EXPECT_EQ(r.ah_attr.dgid, b6.gid());
+  send_a_to_b(env, a, b, c, "over IPv6");
+  // An IPv4 destination from a process whose only device is IPv6: no route.
+  auto id = *a.cm->create_id(a.ch, PortSpace::kTcp, emu::QpType::kRC);
+  ASSERT_FALSE(a.cm->resolve_addr(id, std::nullopt, {wire::IpAddr::v4(10, 0, 0, 2), kPort}, 100));
+  Event ev = env.expect_event(a, EventType::kAddrError);
+  EXPECT_EQ(ev.status, -ENETUNREACH);
+  auto id2 = *a.cm->create_id(a.ch, PortSpace::kTcp, emu::QpType::kRC);
+  EXPECT_EQ(a.cm->resolve_addr(id2, SockAddr{a6, 0}, {wire::IpAddr::v4(10, 0, 0, 2), kPort}, 100),
+            std::errc::invalid_argument);
+}
+
+}  // namespace
+}  // namespace rocelab::cm::test
