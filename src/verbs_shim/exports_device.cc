@@ -30,12 +30,30 @@ namespace emulated = rocelab::verbs_shim::emulated;
 namespace {
 constexpr const char* k10 = "IBVERBS_1.0";
 constexpr const char* k11 = "IBVERBS_1.1";
+
+// Set while this thread runs a real libibverbs function that lists devices
+// itself: the real ibv_import_device calls ibv_get_device_list, which binds to
+// ours, and then reads every entry as a kernel device (its sysfs node): an
+// emulated entry there was a SIGSEGV. Inside such a call the list is the real
+// one alone, freed by the real library.
+thread_local int real_list_only = 0;
+struct RealListOnly {
+  RealListOnly() { ++real_list_only; }
+  ~RealListOnly() { --real_list_only; }
+  RealListOnly(const RealListOnly&) = delete;
+  RealListOnly& operator=(const RealListOnly&) = delete;
+};
 }  // namespace
 
 // The merged list: emulated devices first (so programs that take the first
 // device get rocelab0), then the real ones. The slot before the returned
 // array holds the real list, which ibv_free_device_list hands back.
 extern "C" ibv_device** ibv_get_device_list(int* num_devices) noexcept {
+  if (real_list_only) {
+    if (auto real = ROCELAB_REAL(ibv_get_device_list, k11)) return real(num_devices);
+    errno = ENOSYS;
+    return nullptr;
+  }
   auto devices = DeviceTable::get().devices();
   ibv_device** real_list = nullptr;
   int n_real = 0;
@@ -64,6 +82,10 @@ extern "C" ibv_device** ibv_get_device_list(int* num_devices) noexcept {
 
 extern "C" void ibv_free_device_list(ibv_device** list) noexcept {
   if (!list) return;
+  if (real_list_only) {
+    if (auto real = ROCELAB_REAL(ibv_free_device_list, k11)) real(list);
+    return;
+  }
   ibv_device** block = list - 1;
   auto* real_list = reinterpret_cast<ibv_device**>(block[0]);
   if (real_list) {
@@ -97,7 +119,10 @@ extern "C" ibv_context* ibv_open_device(ibv_device* device) noexcept {
 // objects (emu_import.cc); any other fd is the real libibverbs' business.
 extern "C" ibv_context* ibv_import_device(int cmd_fd) noexcept {
   if (ShimContext* origin = emulated::context_of_fd(cmd_fd)) return emulated::import_device(origin, cmd_fd);
-  if (auto real = ROCELAB_REAL(ibv_import_device, "IBVERBS_1.10")) return real(cmd_fd);
+  if (auto real = ROCELAB_REAL(ibv_import_device, "IBVERBS_1.10")) {
+    RealListOnly guard;
+    return real(cmd_fd);
+  }
   errno = EOPNOTSUPP;
   return nullptr;
 }
