@@ -274,9 +274,26 @@ TEST(VanishedPeerUdp, KilledProcessEndsOutstandingWritesWithRetryExcThenFlush) {
   ASSERT_EQ(::waitpid(pid, nullptr, 0), pid);
   reaper.pid = 0;
 
+  // ACKs the peer sent before it died may still complete WRITEs (under load
+  // all kWrs of them were, once: then no WR was left to fail). Each such
+  // completion makes room for a WRITE posted after the death, which nobody
+  // can acknowledge, so one WR at least fails.
+  std::vector<Wc> rest;
+  for (;;) {
+    std::vector<Wc> w = env.wait_wcs(a.scq, 1, {a.dev.get()});
+    ASSERT_EQ(w.size(), 1u) << "no completion after the peer was killed";
+    if (w[0].status != WcStatus::kSuccess) {
+      rest = std::move(w);
+      break;
+    }
+    ASSERT_EQ(w[0].wr_id, done);
+    ++done;
+    post_one();
+  }
   // Nothing hangs: every outstanding WR completes (wait_wcs gives up after 20 s).
-  std::vector<Wc> rest = env.wait_wcs(a.scq, posted - done, {a.dev.get()});
-  ASSERT_EQ(rest.size(), posted - done);
+  std::vector<Wc> more = env.wait_wcs(a.scq, posted - done - 1, {a.dev.get()});
+  ASSERT_EQ(more.size(), posted - done - 1);
+  rest.insert(rest.end(), more.begin(), more.end());
   expect_retry_exc_then_flush(rest, done);
   EXPECT_EQ(state_of(a.qp), QpState::kErr);
   const Counters after = a.qp->counters();
