@@ -12,7 +12,8 @@
 # 0 when every run passed, 1 when one failed.
 #
 #   tools/interop.sh [ROW...]      rows: rc ud uc srq write_bw read_bw send_lat atomic_bw read_lat write_lat
-#                                  and the same with a 6 (rc6, ud6 ...): IPv6
+#                                  and the same with a 6 (rc6, ud6 ...): IPv6;
+#                                  rdma_cm rows (IPv4 only): rping write_bw_cm
 #
 # IPv4 rows use the guest's GID 1 (::ffff:192.0.2.1) and `--ip 192.0.2.3`.
 # IPv6 rows use the guest's GID 0, its link-local address fe80::5054:ff:fec0:201
@@ -51,7 +52,15 @@ rows=(
   "write_lat|ib_write_lat -d rxe0 -x 1 -F -n 200|ib_write_lat -x 0 -F -n 200|18515"
 )
 all4="rc ud uc srq write_bw read_bw send_lat atomic_bw read_lat write_lat"
-want=" ${*:-$all4 ${all4// /6 }6} "
+# rdma_cm rows: both sides connect through the CM (MADs to QP 1), no TCP port
+# to wait for, so the second side starts after a delay. Fields: name | guest as
+# server | guest as client | host as server | host as client.
+cm_rows=(
+  "rping|rping -s -a 192.0.2.1 -v -C 10|rping -c -a 192.0.2.3 -v -C 10|rping -s -a 192.0.2.3 -v -C 10|rping -c -a 192.0.2.1 -v -C 10"
+  "write_bw_cm|ib_write_bw -R -d rxe0 -F -s 65536 -n 200|ib_write_bw -R -d rxe0 -F -s 65536 -n 200 192.0.2.3|ib_write_bw -R -F -s 65536 -n 200|ib_write_bw -R -F -s 65536 -n 200 192.0.2.1"
+)
+allcm="rping write_bw_cm"
+want=" ${*:-$all4 ${all4// /6 }6 $allcm} "
 
 counters() {  # the guest's rxe counter deltas that tell of trouble, from results.json
   /usr/bin/python3 - "$1" <<'PY'
@@ -98,6 +107,29 @@ for row in "${rows[@]}"; do
       table+="| \`${host%% *}\` | $fam | $kernel | $result | $t | $(counters "$dir/results.json") |\n"
       echo "   $result in $t s"
     done
+  done
+done
+for row in "${cm_rows[@]}"; do
+  IFS='|' read -r name guest_srv guest_cli host_srv host_cli <<< "$row"
+  [[ $want == *" $name "* ]] || continue
+  for kernel in server client; do
+    dir=$out/$name-kernel-$kernel
+    if [ $kernel = server ]; then
+      args=(--guest "$guest_srv" --guest-first --host "$rocelab run --counters --ip 192.0.2.3 -- $host_cli")
+    else
+      args=(--guest "$guest_cli" --host-first --host "$rocelab run --counters --ip 192.0.2.3 -- $host_srv")
+    fi
+    echo "== $name (IPv4, rdma_cm), kernel as $kernel"
+    BUILD=$build "$harness/run-interop.sh" --out "$dir" "${args[@]}" --delay 8 \
+      --timeout 120 > "$dir.log" 2>&1
+    rc=$?
+    t=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("commands_s","?"))' \
+        "$dir/results.json" 2>/dev/null || echo "?")
+    if [ $rc = 0 ]; then result=pass; else result="FAIL ($rc)"; failed=1; fi
+    label=${host_srv%% *}
+    [[ $host_srv == *" -R "* ]] && label+=" -R"
+    table+="| \`$label\` | IPv4 (rdma_cm) | $kernel | $result | $t | $(counters "$dir/results.json") |\n"
+    echo "   $result in $t s"
   done
 done
 echo
