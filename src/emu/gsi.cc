@@ -42,9 +42,7 @@ std::error_code Device::set_gsi_client(GsiClient* client) {
   if (client && e.gsi && e.gsi != client) return errc(EBUSY);
   if (client && !e.gsi) {
     // QP 1's UDP source port, from the QPN hash as for every QP (qp.cc).
-    constexpr uint32_t q = 1;
-    const auto want = static_cast<uint16_t>(0xC000 | ((q ^ (q >> 14) ^ (q * 2654435761u >> 18)) & 0x3FFF));
-    auto port = e.transport->reserve_source_port(want);
+    auto port = e.transport->reserve_source_port(preferred_source_port(1));
     if (!port) return port.error();
     e.gsi_sport = *port;
   }

@@ -89,8 +89,10 @@ Result<Qp*> Device::create_qp(Pd* pd, const QpInitAttr& a) {
   while (e.qp_by_num.count(e.next_qpn) || e.next_qpn < 2) e.next_qpn = (e.next_qpn + 1) & 0xFFFFFF;
   q.qpn = e.next_qpn;
   e.next_qpn = (e.next_qpn + 1) & 0xFFFFFF;
-  // RoCEv2 UDP source port: 0xC000 | 14 bits of the QPN hash (as rxe's older scheme)
-  q.sport = static_cast<uint16_t>(0xC000 | ((q.qpn ^ (q.qpn >> 14) ^ (q.qpn * 2654435761u >> 18)) & 0x3FFF));
+  // The UDP source port, reserved before any packet is built (the ICRC covers it).
+  auto sport = e.transport->reserve_source_port(preferred_source_port(q.qpn));
+  if (!sport) return sport.error();
+  q.sport = *sport;
 
   q.sq.resize(std::max<uint32_t>(q.cap_.max_send_wr, 1));  // an XRC target posts nothing; never empty
   for (SendWqe& w : q.sq) {

@@ -1,7 +1,9 @@
 // Device and port attributes, GIDs, completion channels, async events, SRQ
 // limit and the UD GRH — through the public API.
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/socket.h>
 
 #include <gtest/gtest.h>
 
@@ -293,6 +295,62 @@ TEST_P(UdGrh, WrongQkeyIsDropped) {
   EXPECT_EQ(b.dev->counters().qkey_viol, 1u);
   Wc wc;
   EXPECT_EQ(b.rcq->poll(std::span<Wc>(&wc, 1)), 0);
+}
+
+// A QP's UDP source port is reserved when the QP is created (transport.h):
+// when another socket holds the port its QPN hashes to on the device's
+// address, the QP sends from another one, and the peer accepts its packets
+// (the ICRC covers the port actually used).
+TEST(UdpSourcePort, AQpPassesOverAPortAnotherSocketHolds) {
+  Env env(Net::kUdp);
+  Node a = env.make_node(1, QpType::kUD, 4096, kAll);
+  Node c = env.make_node(3, QpType::kUD, 4096, kAll);
+  if (!a.dev || !c.dev) GTEST_SKIP() << "no free 127.0.0.x address";
+  const uint32_t next_qpn = a.qp->qp_num() + 1;  // QPNs are handed out in order
+  const uint16_t wanted = preferred_source_port(next_qpn);
+  const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in sin{};
+  sin.sin_family = AF_INET;
+  sin.sin_port = htons(wanted);
+  std::memcpy(&sin.sin_addr, &a.dev->address().b[0], 4);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&sin), sizeof sin), 0) << std::strerror(errno);
+
+  QpInitAttr ia;
+  ia.send_cq = a.scq;
+  ia.recv_cq = a.rcq;
+  ia.qp_type = QpType::kUD;
+  ia.cap = {8, 8, 1, 1, 0};
+  auto qp2 = a.dev->create_qp(a.pd, ia);
+  ASSERT_TRUE(qp2.ok());
+  ASSERT_EQ((*qp2)->qp_num(), next_qpn);
+  ASSERT_FALSE(connect_pair(*a.dev, **qp2, *c.dev, *c.qp, ConnectOptions{}));
+
+  struct Sports : PacketTap {
+    std::vector<uint16_t> rx;
+    void on_packet(Direction dir, Nanos, const Datagram& d) override {
+      if (dir == Direction::kRx) rx.push_back(d.ip.sport);
+    }
+  } sports;
+  c.dev->set_tap(&sports);
+  AhAttr aa;
+  ASSERT_FALSE(c.dev->query_gid(1, 0, &aa.dgid));
+  Ah* ah = *a.dev->create_ah(a.pd, aa);
+  ASSERT_FALSE(post_recv(c.qp, c.addr(), 1000, c.mr->lkey(), 1));
+  Sge s{a.addr(), 64, a.mr->lkey()};
+  SendWr wr = make_wr(WrOpcode::kSend, &s, 1, 1);
+  wr.ud = {ah, c.qp->qp_num(), 0x11111111};
+  ASSERT_FALSE(post_send(*qp2, wr));
+  auto wcs = env.wait_wcs(c.rcq, 1, {a.dev.get(), c.dev.get()});
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(wcs[0].src_qp, next_qpn);
+  c.dev->set_tap(nullptr);
+  ASSERT_EQ(sports.rx.size(), 1u);
+  EXPECT_NE(sports.rx[0], wanted);
+  EXPECT_GE(sports.rx[0], 0xC000);
+  EXPECT_EQ(c.dev->counters().rcvd_icrc_err, 0u);
+  ::close(fd);
 }
 
 INSTANTIATE_TEST_SUITE_P(Nets, UdGrh, ::testing::Values(Net::kSim, Net::kUdp),

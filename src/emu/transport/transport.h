@@ -49,6 +49,14 @@ struct TransportStats {
   uint64_t tx_errors = 0;
 };
 
+// The RoCEv2 UDP source port a QP would like: 0xC000 | 14 bits of a hash of
+// its QPN (rxe's older scheme). The engine asks the transport for it with
+// reserve_source_port() when it creates a QP (and QP 1), and uses the port
+// it gets.
+constexpr uint16_t preferred_source_port(uint32_t qpn) {
+  return static_cast<uint16_t>(0xC000 | ((qpn ^ (qpn >> 14) ^ (qpn * 2654435761u >> 18)) & 0x3FFF));
+}
+
 class Transport {
  public:
   virtual ~Transport() = default;
