@@ -84,7 +84,9 @@ int run(RunOptions& o) {
   if (!error.empty()) throw CLI::ValidationError("run", error);
 
   const char* old = std::getenv("LD_PRELOAD");
-  std::string preload = shim.string();
+  // The verbs shim first, then the rdma_cm shim (docs/rdma-cm.md): both come
+  // before the real libibverbs and librdmacm in the search order.
+  std::string preload = shim.string() + ":" + rdmacm_shim_library_path().string();
   if (old && *old) preload += std::string(":") + old;
   set("LD_PRELOAD", preload);
 
@@ -108,9 +110,17 @@ std::filesystem::path shim_library_path() {
   return c;
 }
 
+std::filesystem::path rdmacm_shim_library_path() {
+  std::filesystem::path p = self_dir() / ".." / "lib" / "librocelab_rdmacm.so";
+  std::error_code ec;
+  std::filesystem::path c = std::filesystem::canonical(p, ec);
+  if (ec) throw std::runtime_error("the rdma_cm shim is missing: " + p.string());
+  return c;
+}
+
 void register_run(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
-  auto* cmd = app.add_subcommand("run", "Run an unmodified verbs program on emulated RoCE devices");
+  auto* cmd = app.add_subcommand("run", "Run an unmodified verbs or rdma_cm program on emulated RoCE devices");
   cmd->add_option("--devices", o->devices, "emulated device names, comma-separated (default rocelab0)");
   cmd->add_option("--ip", o->ip, "IPv4 or IPv6 address per device, comma-separated; an IPv6 link-local one with its interface, fe80::1%eth0 (default: first free 127.0.0.x)");
   cmd->add_option("--mtu", o->mtu, "active MTU of the emulated port (256..4096; default: from the interface MTU, as Soft-RoCE: 4096 on lo, 1024 on a 1500-byte link)")

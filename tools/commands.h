@@ -22,5 +22,7 @@ void register_check(CLI::App& app);
 
 // The verbs shim next to this program: <dir of rocelab>/../lib/librocelab_verbs.so.
 std::filesystem::path shim_library_path();
+// The rdma_cm shim beside it: <dir of rocelab>/../lib/librocelab_rdmacm.so.
+std::filesystem::path rdmacm_shim_library_path();
 
 }  // namespace rocelab::tools

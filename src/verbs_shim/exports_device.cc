@@ -9,6 +9,8 @@
 #include "verbs_shim/device_table.h"
 #include "verbs_shim/emulated.h"
 #include "verbs_shim/real_verbs.h"
+#include "verbs_shim/shim_objects.h"
+#include "verbs_shim/sibling.h"
 
 // verbs.h routes these names through inline wrappers; we define the exported
 // functions themselves.
@@ -248,4 +250,10 @@ extern "C" ibv_comp_channel* ibv_create_comp_channel(ibv_context* context) noexc
 extern "C" int ibv_destroy_comp_channel(ibv_comp_channel* channel) noexcept {
   if (is_emu(channel->context)) return emulated::destroy_comp_channel(channel);
   return ROCELAB_REAL(ibv_destroy_comp_channel, k10)(channel);
+}
+
+// The sibling interface (sibling.h): the engine behind an emulated context.
+extern "C" void* rocelab_verbs_engine(ibv_context* ctx) noexcept {
+  if (!is_emu(ctx)) return nullptr;
+  return rocelab::verbs_shim::shim(ctx)->engine;
 }

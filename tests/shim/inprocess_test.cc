@@ -21,6 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "verbs_shim/shim_objects.h"
+#include "verbs_shim/sibling.h"
+
 // libibverbs' private export (IBVERBS_PRIVATE_34) that providers and
 // librdmacm call; the shim exports it too. `type` is the sysfs spelling.
 extern "C" int ibv_query_gid_type(ibv_context* context, uint8_t port_num, unsigned int index,
@@ -764,6 +767,10 @@ TEST_F(NeverACrash, TheOtherExportsWithEdgeArguments) {
   EXPECT_NE(ibv_query_gid_type(ctx_, 1, 1u << 20, &type), 0);
   EXPECT_NE(ibv_query_gid_type(ctx_, 2, 0, &type), 0);
   EXPECT_GE(ibv_query_qp_data_in_order(qp_, IBV_WR_RDMA_WRITE, 0), 0);
+  // The rdma_cm shim's question (verbs_shim/sibling.h): the engine behind an
+  // emulated context, nothing for anything else.
+  EXPECT_EQ(rocelab_verbs_engine(ctx_), rocelab::verbs_shim::shim(ctx_)->engine);
+  EXPECT_EQ(rocelab_verbs_engine(nullptr), nullptr);
   EXPECT_GE(ibv_query_qp_data_in_order(qp_, static_cast<ibv_wr_opcode>(0x7f), ~0u), 0);
   ibv_ah_attr ah{};
   uint8_t mac[6];

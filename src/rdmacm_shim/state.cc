@@ -1,0 +1,92 @@
+#include <cstdio>
+#include <cstdlib>
+
+#include "rdmacm_shim/shim.h"
+#include "verbs_shim/sibling.h"
+
+// Weak: absent when the verbs shim is not loaded (then everything passes through).
+extern "C" void* rocelab_verbs_engine(ibv_context* ctx) noexcept __attribute__((weak));
+
+namespace rocelab::rdmacm_shim {
+
+State& State::get() noexcept {
+  // Never destroyed: programs call librdmacm from their own atexit handlers
+  // and threads; at_exit() ends the ids and closes the devices instead.
+  static State* s = new State();
+  return *s;
+}
+
+State::State() noexcept {
+  if (rocelab_verbs_engine == nullptr) return;
+  int n = 0;
+  // ibv_* binds to the preloaded verbs shim: emulated devices and real ones.
+  ibv_device** list = ibv_get_device_list(&n);
+  if (!list) return;
+  for (int i = 0; i < n; ++i) {
+    ibv_context* ctx = ibv_open_device(list[i]);
+    if (!ctx) continue;
+    auto* engine = static_cast<emu::Device*>(rocelab_verbs_engine(ctx));
+    if (!engine) {
+      ibv_close_device(ctx);
+      continue;
+    }
+    Dev d;
+    d.ctx = ctx;
+    d.engine = engine;
+    ibv_device_attr attr{};
+    if (ibv_query_device(ctx, &attr) == 0) {
+      d.max_responder_resources = static_cast<uint8_t>(attr.max_qp_rd_atom);
+      d.max_initiator_depth = static_cast<uint8_t>(attr.max_qp_init_rd_atom);
+    }
+    devs_.push_back(d);
+  }
+  ibv_free_device_list(list);
+  if (devs_.empty()) return;
+  cm_ = std::make_unique<cm::Cm>();
+  for (Dev& d : devs_) {
+    if (std::error_code ec = cm_->add_device(*d.engine)) {
+      std::fprintf(stderr, "rocelab rdma_cm: device %s: %s\n", ibv_get_device_name(d.ctx->device),
+                   ec.message().c_str());
+    }
+  }
+  std::atexit(at_exit);
+}
+
+// As the kernel when the rdma_cm file closes: connections still up get their
+// DREQ, then the devices are closed (the verbs shim completes the pcap and
+// event log when the last context of a device closes).
+void State::at_exit() noexcept {
+  State& s = get();
+  if (!s.cm_) return;
+  for (Dev& d : s.devs_) {
+    (void)s.cm_->remove_device(*d.engine);
+  }
+  s.cm_.release();  // its ids may still be referenced by other threads: leave it
+  for (Dev& d : s.devs_) {
+    if (d.pd) ibv_dealloc_pd(d.pd);
+    ibv_close_device(d.ctx);
+  }
+  s.devs_.clear();
+}
+
+Dev* State::dev_of(const emu::Device* engine) noexcept {
+  for (Dev& d : devs_) {
+    if (d.engine == engine) return &d;
+  }
+  return nullptr;
+}
+
+Dev* State::dev_of(const ibv_context* ctx) noexcept {
+  for (Dev& d : devs_) {
+    if (d.ctx == ctx) return &d;
+  }
+  return nullptr;
+}
+
+ibv_pd* State::default_pd(Dev& d) noexcept {
+  std::lock_guard lock(mu_);
+  if (!d.pd) d.pd = ibv_alloc_pd(d.ctx);
+  return d.pd;
+}
+
+}  // namespace rocelab::rdmacm_shim

@@ -1,0 +1,14 @@
+// What the verbs shim tells its sibling, the rdma_cm shim (src/rdmacm_shim,
+// librocelab_rdmacm.so): the engine behind an emulated ibv_context. Both
+// libraries are preloaded by `rocelab run`; the verbs shim exports this one
+// function at its own version node (ROCELAB_VERBS_PRIVATE_1, libibverbs.map),
+// which no libibverbs has, so no program binds to it by accident.
+#pragma once
+#include <infiniband/verbs.h>
+
+extern "C" {
+// The emu::Device (as void*) behind ctx when ctx is an emulated context of
+// this process (ShimContext::engine), else nullptr (a real device's context,
+// or nullptr). The device lives while the context is open.
+void* rocelab_verbs_engine(ibv_context* ctx) noexcept;
+}
