@@ -994,6 +994,7 @@ extern "C" int rdma_create_ep(rdma_cm_id** id, rdma_addrinfo* res, ibv_pd* pd, i
   if (!i) return fail(err);
   rdma_cm_id* cid = &i->id;
   int r = 0;
+  if (qp_init_attr) qp_init_attr->qp_type = qpt;
   if (res->ai_flags & RAI_PASSIVE) {
     r = rdma_bind_addr(cid, res->ai_src_addr);
     if (r == 0 && qp_init_attr) {
@@ -1005,7 +1006,6 @@ extern "C" int rdma_create_ep(rdma_cm_id** id, rdma_addrinfo* res, ibv_pd* pd, i
     r = rdma_resolve_addr(cid, res->ai_src_len ? res->ai_src_addr : nullptr, res->ai_dst_addr, 2000);
     if (r == 0) r = rdma_resolve_route(cid, 2000);
     if (r == 0 && qp_init_attr) {
-      qp_init_attr->qp_type = qpt;
       r = rdma_create_qp(cid, pd, qp_init_attr);
     }
   }

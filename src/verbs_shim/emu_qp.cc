@@ -13,7 +13,7 @@
 
 namespace rocelab::verbs_shim {
 
-emu::SendWr to_emu(const ibv_send_wr& wr, std::span<const emu::Sge> sges) {
+emu::SendWr to_emu(const ibv_send_wr& wr, std::span<const emu::Sge> sges, bool ud_qp) {
   emu::SendWr out;
   out.wr_id = wr.wr_id;
   out.sg_list = sges;
@@ -52,9 +52,10 @@ emu::SendWr to_emu(const ibv_send_wr& wr, std::span<const emu::Sge> sges) {
       break;  // the engine rejects what it does not implement
   }
   out.xrc_remote_srqn = wr.qp_type.xrc.remote_srqn;  // its own union: read on XRC initiators only
-  // UD fields share the union with rdma/atomic; they matter only on UD QPs,
-  // where the opcodes above never set those.
-  if (opcode == IBV_WR_SEND || opcode == IBV_WR_SEND_WITH_IMM) {
+  // UD fields share the union with rdma/atomic and are read on UD QPs only:
+  // on other QPs a SEND's union is whatever the program left there
+  // (rdma_verbs.h's rdma_post_send leaves it uninitialised), not an AH.
+  if (ud_qp && (opcode == IBV_WR_SEND || opcode == IBV_WR_SEND_WITH_IMM)) {
     out.ud.ah = wr.wr.ud.ah ? shim(wr.wr.ud.ah)->e : nullptr;
     out.ud.remote_qpn = wr.wr.ud.remote_qpn;
     out.ud.remote_qkey = wr.wr.ud.remote_qkey;
@@ -281,7 +282,7 @@ int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
   return explained("ibv_post_send", qp, post_chunks<ibv_send_wr, emu::SendWr>(
       wr, bad_wr,
       [qp](const ibv_send_wr& w, std::span<const emu::Sge> s) {
-        emu::SendWr out = to_emu(w, s);
+        emu::SendWr out = to_emu(w, s, qp->qp_type == IBV_QPT_UD);
         // A bind names shim objects: the engine gets its own (none: EINVAL at post).
         if (raw_enum(w.opcode) == IBV_WR_BIND_MW &&
             (!w.bind_mw.mw || !to_emu_bind(qp->context, w.bind_mw.mw, w.bind_mw.rkey, w.bind_mw.bind_info, &out)))

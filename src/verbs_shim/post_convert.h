@@ -14,7 +14,8 @@ namespace rocelab::verbs_shim {
 inline constexpr size_t kPostChunk = 16;
 inline constexpr size_t kPostSges = 256;
 
-emu::SendWr to_emu(const ibv_send_wr& wr, std::span<const emu::Sge> sges);
+// ud_qp: the QP is UD (only then are wr.wr.ud's fields read).
+emu::SendWr to_emu(const ibv_send_wr& wr, std::span<const emu::Sge> sges, bool ud_qp);
 
 // Posts `wr` and its successors through post(span, &n_posted) and returns
 // post's error as an errno value (0: all posted), setting *bad_wr to the first

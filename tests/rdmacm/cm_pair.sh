@@ -1,0 +1,102 @@
+#!/bin/bash
+# Runs an unmodified rdma_cm program as server and client under `rocelab run`
+# and checks both: exit status and every expected line (extended regex).
+#
+#   cm_pair.sh ROCELAB SERVER_IP CLIENT_IP [options] -- SERVER ARGS... -- CLIENT ARGS...
+#
+# In the arguments @SIP@ stands for the server's address. Each side gets its
+# address with `rocelab run --ip` (the server's is what the client connects
+# to). Options:
+#   -e RE   both outputs must match        -S RE  the server's must
+#   -C RE   the client's must              -r OPT passed to both `rocelab run`s
+#   -c CAP  the server writes a pcap        -f RC  the client must exit RC (default 0)
+#   -k      the server is only started (killed at the end; its status not checked)
+#   -n PORT the two run in network namespaces joined by a veth pair named after
+#           PORT (198.18.0.1 and 198.18.0.2, tests/shim/netns_pair.sh); 77 (skipped)
+#           where namespaces cannot be made
+# Each program gets a bounded time (TIMEOUT, default 120 s); nothing hangs.
+set -u
+rocelab=$1 server_ip=$2 client_ip=$3
+shift 3
+expect=() client_expect=() server_expect=() run_opts=() netns="" capture="" client_rc=0 keep=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    -e) expect+=("$2"); shift 2 ;;
+    -C) client_expect+=("$2"); shift 2 ;;
+    -S) server_expect+=("$2"); shift 2 ;;
+    -r) run_opts+=("$2"); shift 2 ;;
+    -c) capture=$2; shift 2 ;;
+    -f) client_rc=$2; shift 2 ;;
+    -k) keep=1; shift ;;
+    -n) netns=$2; shift 2 ;;
+    --) shift; break ;;
+    *) echo "cm_pair.sh: bad argument $1" >&2; exit 2 ;;
+  esac
+done
+server=() client=()
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do server+=("$1"); shift; done
+[ $# -gt 0 ] && shift
+client=("$@")
+[ ${#server[@]} -gt 0 ] && [ ${#client[@]} -gt 0 ] || { echo "cm_pair.sh: need a server and a client" >&2; exit 2; }
+limit=${TIMEOUT:-120}
+work=$(mktemp -d /tmp/rocelab-cmpair.XXXXXX)
+srv_prefix=() cli_prefix=() srv_opts=(--ip "$server_ip") cli_opts=(--ip "$client_ip")
+
+. "$(dirname "$0")/../shim/netns_pair.sh"
+cleanup() {
+  [ -n "${srv_pid:-}" ] && kill "$srv_pid" 2>/dev/null
+  netns_down
+  rm -rf "$work"
+}
+trap cleanup EXIT
+[ -n "$netns" ] && netns_up "$netns"
+[ -n "$capture" ] && srv_opts+=(--pcap "$capture")
+server=("${server[@]//@SIP@/$server_ip}")
+client=("${client[@]//@SIP@/$server_ip}")
+
+"${srv_prefix[@]}" timeout -k 5 "$limit" "$rocelab" run "${run_opts[@]}" "${srv_opts[@]}" -- \
+  "${server[@]}" >"$work/server.out" 2>&1 &
+srv_pid=$!
+# The server's device binds UDP 4791 on its address when the program makes
+# its first rdma_cm call; it listens right after. Wait for the first
+# (bounded), then give it a moment for the second.
+for _ in $(seq 1 400); do
+  "${srv_prefix[@]}" ss -Hlun "sport = :4791" | grep -qF "$server_ip:4791" && break
+  kill -0 $srv_pid 2>/dev/null || break
+  sleep 0.05
+done
+sleep 0.5
+"${cli_prefix[@]}" timeout -k 5 "$limit" "$rocelab" run "${run_opts[@]}" "${cli_opts[@]}" -- \
+  "${client[@]}" >"$work/client.out" 2>&1
+cli_rc=$?
+if [ $keep = 1 ]; then
+  kill $srv_pid 2>/dev/null
+  wait $srv_pid
+  srv_rc=0
+else
+  wait $srv_pid
+  srv_rc=$?
+fi
+srv_pid=""
+
+status=0
+for side in server client; do
+  rc=$([ $side = server ] && echo $srv_rc || echo $cli_rc)
+  want=$([ $side = server ] && echo 0 || echo "$client_rc")
+  echo "===== $side (exit $rc)"
+  cat "$work/$side.out"
+  if [ "$rc" != "$want" ]; then
+    echo "FAIL: $side exited $rc, expected $want"
+    status=1
+  fi
+  res=("${expect[@]}")
+  [ $side = client ] && res+=("${client_expect[@]}")
+  [ $side = server ] && res+=("${server_expect[@]}")
+  for re in "${res[@]}"; do
+    if ! grep -Eq -- "$re" "$work/$side.out"; then
+      echo "FAIL: $side output lacks /$re/"
+      status=1
+    fi
+  done
+done
+exit $status
