@@ -1,0 +1,58 @@
+#!/bin/bash
+# rping under rocelab run with the server capturing (--pcap), then tshark
+# reads the CM exchange field by field: one REQ, REP, RTU and the DREQ/DREP,
+# the GSI headers (QP 1, Q_Key 0x80010000), the service ID of TCP port PORT,
+# rdma_cm's header (client -> server), and the QPNs and starting PSNs of the
+# REQ and REP are those of the data packets that follow. Nothing malformed.
+#
+#   rping_capture.sh ROCELAB SERVER_IP CLIENT_IP PORT
+set -u
+rocelab=$1 sip=$2 cip=$3 port=$4
+here=$(dirname "$0")
+cap=$(mktemp /tmp/rocelab-rping.XXXXXX.pcap)
+trap 'rm -f "$cap"' EXIT
+"$here/cm_pair.sh" "$rocelab" "$sip" "$cip" -c "$cap" -C "ping data: rdma-ping-9:" -- \
+  rping -s -a @SIP@ -p "$port" -C 10 -v -- rping -c -a @SIP@ -p "$port" -C 10 -v || exit 1
+
+status=0
+field() {  # FILTER FIELD: the values, one a line
+  tshark -r "$cap" -Y "$1" -T fields -e "$2" 2>/dev/null
+}
+count() { field "$1" frame.number | wc -l; }
+check() {  # WHAT GOT WANT
+  if [ "$2" = "$3" ]; then echo "ok: $1 = $2"; else echo "FAIL: $1 = '$2', want '$3'"; status=1; fi
+}
+mad="infiniband.bth.destqp == 1"
+check "RoCEv2 packets tshark does not decode" "$(count 'udp.dstport == 4791 && !infiniband')" 0
+check "malformed packets" "$(count '_ws.malformed')" 0
+check "REQ" "$(count "$mad && infiniband.mad.attributeid == 0x0010")" 1
+check "REP" "$(count "$mad && infiniband.mad.attributeid == 0x0013")" 1
+check "RTU" "$(count "$mad && infiniband.mad.attributeid == 0x0014")" 1
+check "DREQ >= 1" "$([ "$(count "$mad && infiniband.mad.attributeid == 0x0015")" -ge 1 ] && echo yes)" yes
+check "DREP >= 1" "$([ "$(count "$mad && infiniband.mad.attributeid == 0x0016")" -ge 1 ] && echo yes)" yes
+check "MADs not from QP 1 with the GSI Q_Key, class CM v2" \
+  "$(count "$mad && (infiniband.deth.srcqp != 1 || infiniband.deth.q_key != 0x80010000 || infiniband.mad.mgmtclass != 0x07 || infiniband.mad.classversion != 2)")" 0
+req="$mad && infiniband.mad.attributeid == 0x0010"
+rep="$mad && infiniband.mad.attributeid == 0x0013"
+check "REQ service ID" "$(field "$req" infiniband.cm.req.serviceid)" "$(printf '0x%016x' $((0x01060000 | port)))"
+check "REQ rdma_cm header source" "$(field "$req" infiniband.cm.req.ip_cm.sip4)" "$cip"
+check "REQ rdma_cm header destination" "$(field "$req" infiniband.cm.req.ip_cm.dip4)" "$sip"
+check "REQ from" "$(field "$req" ip.src)" "$cip"
+req_qpn=$(field "$req" infiniband.cm.req.localqpn)
+req_psn=$(field "$req" infiniband.cm.req.startpsn)
+rep_qpn=$(field "$rep" infiniband.cm.rep.localqpn)
+rep_psn=$(field "$rep" infiniband.cm.rep.startpsn)
+# Requests (not ACKs, not READ responses) of each side, in order.
+reqs="!($mad) && !(infiniband.bth.opcode >= 13 && infiniband.bth.opcode <= 17)"
+first_c=$(field "$reqs && ip.src == $cip" infiniband.bth.psn | head -1)
+first_s=$(field "$reqs && ip.src == $sip" infiniband.bth.psn | head -1)
+num() { while read -r v; do [ -n "$v" ] && echo $((v)); done | sort -u | tr '\n' ' '; }
+check "client's requests go to the REP's QPN" \
+  "$(field "$reqs && ip.src == $cip" infiniband.bth.destqp | num)" "$(echo "$rep_qpn" | num)"
+check "server's requests go to the REQ's QPN" \
+  "$(field "$reqs && ip.src == $sip" infiniband.bth.destqp | num)" "$(echo "$req_qpn" | num)"
+check "client's first PSN is the REP's starting PSN" "$(echo "$first_c" | num)" "$(echo "$rep_psn" | num)"
+check "server's first PSN is the REQ's starting PSN" "$(echo "$first_s" | num)" "$(echo "$req_psn" | num)"
+echo "rocelab decode of the CM exchange:"
+"$rocelab" decode "$cap" | grep -A1 "CM " | head -20
+exit $status
