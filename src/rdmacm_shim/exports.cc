@@ -371,9 +371,9 @@ int get_event(rdma_event_channel* channel, rdma_cm_event** event) noexcept {
           // ucma_process_join: attach the QP to the group.
           ibv_gid mgid;
           std::memcpy(mgid.raw, e.ud.ah_attr.dgid.data(), 16);
-          if (ibv_attach_mcast(i->id.qp, &mgid, 0) != 0) {
+          if (int r = ibv_attach_mcast(i->id.qp, &mgid, 0)) {  // a positive errno
             out->ev.event = RDMA_CM_EVENT_MULTICAST_ERROR;
-            out->ev.status = -errno;
+            out->ev.status = -r;
           }
         }
         break;

@@ -4,13 +4,14 @@
 #
 #   cm_pair.sh ROCELAB SERVER_IP CLIENT_IP [options] -- SERVER ARGS... -- CLIENT ARGS...
 #
-# In the arguments @SIP@ stands for the server's address. Each side gets its
+# In the arguments @SIP@ stands for the server's address, @CIP@ for the client's. Each side gets its
 # address with `rocelab run --ip` (the server's is what the client connects
 # to). Options:
 #   -e RE   both outputs must match        -S RE  the server's must
 #   -C RE   the client's must              -r OPT passed to both `rocelab run`s
 #   -c CAP  the server writes a pcap        -f RC  the client must exit RC (default 0)
 #   -k      the server is only started (killed at the end; its status not checked)
+#   -s RE   skip (exit 77) when either output matches RE (a capability not there)
 #   -n PORT the two run in network namespaces joined by a veth pair named after
 #           PORT (198.18.0.1 and 198.18.0.2, tests/shim/netns_pair.sh); 77 (skipped)
 #           where namespaces cannot be made
@@ -18,7 +19,7 @@
 set -u
 rocelab=$1 server_ip=$2 client_ip=$3
 shift 3
-expect=() client_expect=() server_expect=() run_opts=() netns="" capture="" client_rc=0 keep=0
+skip_re="" expect=() client_expect=() server_expect=() run_opts=() netns="" capture="" client_rc=0 keep=0
 while [ $# -gt 0 ]; do
   case $1 in
     -e) expect+=("$2"); shift 2 ;;
@@ -28,6 +29,7 @@ while [ $# -gt 0 ]; do
     -c) capture=$2; shift 2 ;;
     -f) client_rc=$2; shift 2 ;;
     -k) keep=1; shift ;;
+    -s) skip_re=$2; shift 2 ;;
     -n) netns=$2; shift 2 ;;
     --) shift; break ;;
     *) echo "cm_pair.sh: bad argument $1" >&2; exit 2 ;;
@@ -51,8 +53,11 @@ cleanup() {
 trap cleanup EXIT
 [ -n "$netns" ] && netns_up "$netns"
 [ -n "$capture" ] && srv_opts+=(--pcap "$capture")
+[ -n "$netns" ] && client_ip=198.18.0.2
 server=("${server[@]//@SIP@/$server_ip}")
 client=("${client[@]//@SIP@/$server_ip}")
+server=("${server[@]//@CIP@/$client_ip}")
+client=("${client[@]//@CIP@/$client_ip}")
 
 "${srv_prefix[@]}" timeout -k 5 "$limit" "$rocelab" run "${run_opts[@]}" "${srv_opts[@]}" -- \
   "${server[@]}" >"$work/server.out" 2>&1 &
@@ -79,6 +84,11 @@ else
 fi
 srv_pid=""
 
+if [ -n "$skip_re" ] && cat "$work/server.out" "$work/client.out" | grep -Eq -- "$skip_re"; then
+  cat "$work/server.out" "$work/client.out"
+  echo "SKIP: /$skip_re/"
+  exit 77
+fi
 status=0
 for side in server client; do
   rc=$([ $side = server ] && echo $srv_rc || echo $cli_rc)

@@ -11,15 +11,18 @@
 # -e: the client's final output must match (ERE).
 # -n: server and client in two network namespaces joined by a veth pair
 #     (netns_pair.sh): the ICMP comes back over a link, rate-limited.
+# -R: an rdma_cm program (perftest -R): the client connects to the server's
+#     RoCE address, and the server is ready once its device holds UDP 4791.
 # The client gets LIMIT seconds (default 60) to exit: more is a hang.
 set -u
 rocelab=$1 port=$2
 shift 2
-expect=() netns=0
+expect=() netns=0 rdmacm=0
 while [ $# -gt 0 ]; do
   case $1 in
     -e) expect+=("$2"); shift 2 ;;
     -n) netns=1; shift ;;
+    -R) rdmacm=1; shift ;;
     --) shift; break ;;
     *) echo "vanished_peer.sh: bad argument $1" >&2; exit 2 ;;
   esac
@@ -44,11 +47,16 @@ trap cleanup EXIT
 net=127.$((port % 250 + 1)).$((port / 250 % 250 + 1))
 server_ip=127.0.0.1 srv_prefix=() cli_prefix=() srv_opts=(--ip "$net.1") cli_opts=(--ip "$net.2")
 [ $netns = 1 ] && netns_up "$port"
+[ $rdmacm = 1 ] && [ $netns = 0 ] && server_ip=$net.1
 # `rocelab run` (and ip netns exec) exec the program: $! is the server program itself.
 "${srv_prefix[@]}" "$rocelab" run "${srv_opts[@]}" -- "$@" -p "$port" >"$work/server.out" 2>&1 &
 srv_pid=$!
 for _ in $(seq 1 400); do
-  "${srv_prefix[@]}" ss -Hltn "sport = :$port" | grep -q . && break
+  if [ $rdmacm = 1 ]; then
+    "${srv_prefix[@]}" ss -Hlun "sport = :4791" | grep -qF "$server_ip:4791" && { sleep 0.5; break; }
+  else
+    "${srv_prefix[@]}" ss -Hltn "sport = :$port" | grep -q . && break
+  fi
   kill -0 "$srv_pid" 2>/dev/null || break
   sleep 0.05
 done
