@@ -4,7 +4,9 @@
 #      rdma-core example ibv_rc_pingpong, then perftest's ib_write_bw, on emulated
 #      RoCE devices over real UDP (each process takes its own 127.0.0.x address).
 #   2. The server side records every RoCEv2 packet; rocelab decodes the capture.
-#   3. The opcode table as a capture: one packet of every RC, UC and UD opcode.
+#   3. rping connects through rdma_cm (librocelab_rdmacm.so): its IBTA CM
+#      exchange (REQ, REP, RTU, DREQ, DREP on QP 1) is decoded from the capture.
+#   4. The opcode table as a capture: one packet of every RC, UC and UD opcode.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=build/bin/rocelab
@@ -60,6 +62,23 @@ echo
 
 echo "== rocelab check judges the ib_write_bw capture against the protocol (docs/replay.md)"
 "$bin" check "$out/write_bw.pcap" | tail -6
+echo
+
+echo "== rping (rdmacm-utils), unmodified, connects through rdma_cm: CM MADs on the wire"
+# The server needs a known address for the client's rdma_resolve_addr: --ip.
+timeout -k 5 60 "$bin" run --ip 127.0.0.250 --pcap "$out/rping.pcap" -- \
+  rping -s -a 127.0.0.250 -p 18517 -C 5 -v >"$out/rping-server.log" 2>&1 &
+rping_server=$!
+for _ in $(seq 1 200); do   # until its device holds the address, then a moment to listen
+  ss -Hlun "sport = :4791" | grep -qF "127.0.0.250:4791" && break
+  sleep 0.05
+done
+sleep 0.5
+timeout -k 5 60 "$bin" run -- rping -c -a 127.0.0.250 -p 18517 -C 5 -v
+wait $rping_server || { echo "demo: rping server failed:" >&2; cat "$out/rping-server.log" >&2; exit 1; }
+echo
+echo "== the rping capture: the CM exchange decoded (MADs to QP 1), then the first data packets"
+"$bin" decode "$out/rping.pcap" | grep -B1 -A0 " CM \|RC SEND" | grep -v "^--" | head -14
 echo
 
 echo "== a class lab on the simulated fabric: a lost packet and go-back-N (docs/labs)"

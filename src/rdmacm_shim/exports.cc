@@ -163,10 +163,27 @@ Channel* new_channel() noexcept {
 
 int free_channel(Channel* c) noexcept {
   if (std::error_code ec = the_cm().destroy_channel(c->h)) return fail(ec.value());
-  close(c->ch.fd);
-  delete c;
+  c->destroyed = true;
+  if (c->waiters.load() == 0) {
+    close(c->ch.fd);
+    delete c;
+  }
   return 0;
 }
+
+// A thread waiting on a channel that another thread destroyed: it stays
+// blocked, without spinning, until the process ends (see Channel).
+[[noreturn]] void wait_forever() noexcept {
+  for (;;) pause();
+}
+
+struct Waiting {
+  explicit Waiting(Channel* c) : c_(c) { ++c_->waiters; }
+  ~Waiting() { --c_->waiters; }
+  Waiting(const Waiting&) = delete;
+  Waiting& operator=(const Waiting&) = delete;
+  Channel* c_;
+};
 
 emu::QpType qp_type_for(rdma_port_space ps) noexcept {
   return (ps == RDMA_PS_UDP || ps == RDMA_PS_IPOIB) ? emu::QpType::kUD : emu::QpType::kRC;
@@ -280,9 +297,12 @@ void copy_ud(const cm::Event& e, rocelab::rdmacm_shim::Event* out) noexcept {
 int get_event(rdma_event_channel* channel, rdma_cm_event** event) noexcept {
   if (!channel || !event) return fail(EINVAL);
   Channel* c = chan_of(channel);
+  if (c->destroyed) return fail(EBADF);  // as read() on the closed fd
+  Waiting waiting(c);
   for (;;) {
     cm::Event e;
     std::error_code ec = the_cm().get_event(c->h, &e);
+    if (c->destroyed) wait_forever();
     if (ec == std::errc::resource_unavailable_try_again) {
       int fl = fcntl(c->ch.fd, F_GETFL);
       if (fl >= 0 && (fl & O_NONBLOCK)) return fail(EAGAIN);

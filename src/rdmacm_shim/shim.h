@@ -6,6 +6,8 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -27,6 +29,12 @@ struct Dev {
 struct Channel {
   rdma_event_channel ch;  // ch.fd: an epoll fd holding the Cm channel's eventfd
   cm::ChannelHandle h = 0;
+  // Threads inside rdma_get_cm_event. A channel destroyed while one waits
+  // stays allocated (and its fd open, so the number is not reused under the
+  // waiter), and the waiter waits for ever, as a thread blocked in read() on
+  // librdmacm's fd does when another thread closes it (rping's cm_thread).
+  std::atomic<int> waiters{0};
+  std::atomic<bool> destroyed{false};
 };
 
 struct Id {
@@ -50,6 +58,7 @@ struct Event {
 template <typename T>
 constexpr bool kMirror = std::is_standard_layout_v<T>;
 static_assert(kMirror<Channel> && kMirror<Event> && kMirror<Id>);
+static_assert(offsetof(Channel, ch) == 0);
 
 inline Id* id_of(rdma_cm_id* id) { return reinterpret_cast<Id*>(id); }
 inline Channel* chan_of(rdma_event_channel* c) { return reinterpret_cast<Channel*>(c); }
@@ -69,7 +78,9 @@ class State {
  private:
   State() noexcept;
   static void at_exit() noexcept;
-  std::unique_ptr<cm::Cm> cm_;
+  // Never deleted: other threads may still call in while the process exits
+  // (at_exit only takes the devices away from it).
+  cm::Cm* cm_ = nullptr;
   std::vector<Dev> devs_;
   std::mutex mu_;
 };

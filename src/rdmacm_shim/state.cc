@@ -42,7 +42,7 @@ State::State() noexcept {
   }
   ibv_free_device_list(list);
   if (devs_.empty()) return;
-  cm_ = std::make_unique<cm::Cm>();
+  cm_ = new cm::Cm();
   for (Dev& d : devs_) {
     if (std::error_code ec = cm_->add_device(*d.engine)) {
       std::fprintf(stderr, "rocelab rdma_cm: device %s: %s\n", ibv_get_device_name(d.ctx->device),
@@ -61,7 +61,6 @@ void State::at_exit() noexcept {
   for (Dev& d : s.devs_) {
     (void)s.cm_->remove_device(*d.engine);
   }
-  s.cm_.release();  // its ids may still be referenced by other threads: leave it
   for (Dev& d : s.devs_) {
     if (d.pd) ibv_dealloc_pd(d.pd);
     ibv_close_device(d.ctx);
