@@ -161,13 +161,15 @@ Channel* new_channel() noexcept {
   return c;
 }
 
+// The Channel struct itself is never freed: a thread of the program may call
+// rdma_get_cm_event on it after another thread destroyed it (rping's
+// cm_thread between two events), and then gets EBADF, as from read() on
+// librdmacm's closed fd, instead of reading freed memory.
 int free_channel(Channel* c) noexcept {
   if (std::error_code ec = the_cm().destroy_channel(c->h)) return fail(ec.value());
   c->destroyed = true;
-  if (c->waiters.load() == 0) {
-    close(c->ch.fd);
-    delete c;
-  }
+  if (c->waiters.load() == 0) close(c->ch.fd);
+  State::get().bury(c);
   return 0;
 }
 
@@ -416,6 +418,10 @@ int get_event(rdma_event_channel* channel, rdma_cm_event** event) noexcept {
     }
     refresh(i);
     out->ev.id = &i->id;
+    {
+      std::lock_guard lock(State::get().ack_mu);
+      ++i->events_reported;
+    }
     *event = &out->ev;
     return 0;
   }
@@ -558,6 +564,12 @@ extern "C" int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** ev
 extern "C" int rdma_ack_cm_event(rdma_cm_event* event) {
   if (!emulated()) ROCELAB_FORWARD(rdma_ack_cm_event, V10, -1, event);
   if (!event) return fail(EINVAL);
+  if (event->id) {
+    State& st = State::get();
+    std::lock_guard lock(st.ack_mu);
+    ++id_of(event->id)->events_acked;
+    st.ack_cv.notify_all();
+  }
   delete reinterpret_cast<rocelab::rdmacm_shim::Event*>(event);
   return 0;
 }
@@ -590,7 +602,17 @@ extern "C" int rdma_destroy_id(rdma_cm_id* id) {
   if (!id) return fail(EINVAL);
   Id* i = id_of(id);
   if (std::error_code ec = the_cm().destroy_id(i->h)) return fail(ec.value());
-  if (id->event) rdma_ack_cm_event(id->event);
+  if (id->event) {
+    rdma_ack_cm_event(id->event);
+    id->event = nullptr;
+  }
+  {
+    // As librdmacm: the events handed out for this id are acknowledged first
+    // (another thread of the program may still be handling one).
+    State& st = State::get();
+    std::unique_lock lock(st.ack_mu);
+    st.ack_cv.wait(lock, [i] { return i->events_acked >= i->events_reported; });
+  }
   if (i->sync) (void)free_channel(chan_of(id->channel));
   delete i;
   return 0;

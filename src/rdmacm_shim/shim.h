@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <condition_variable>
 #include <mutex>
 #include <vector>
 
@@ -48,6 +49,9 @@ struct Id {
   bool has_qp_init_attr = false;  // rdma_create_ep on a passive id: rdma_get_request's QP
   ibv_qp_init_attr qp_init_attr{};
   ibv_ece local_ece{};
+  // Events handed out for this id and those acknowledged (State::ack_mu):
+  // rdma_destroy_id waits until they are equal, as librdmacm's does.
+  uint64_t events_reported = 0, events_acked = 0;
 };
 
 struct Event {
@@ -74,6 +78,11 @@ class State {
   Dev* dev_of(const ibv_context* ctx) noexcept;
   std::vector<Dev>& devs() noexcept { return devs_; }
   ibv_pd* default_pd(Dev& d) noexcept;
+  // Guards Id::events_reported/acked; ack_cv is signalled on every ack.
+  std::mutex ack_mu;
+  std::condition_variable ack_cv;
+  // Destroyed channels, kept (see free_channel in exports.cc).
+  void bury(Channel* c) noexcept;
 
  private:
   State() noexcept;
@@ -82,6 +91,7 @@ class State {
   // (at_exit only takes the devices away from it).
   cm::Cm* cm_ = nullptr;
   std::vector<Dev> devs_;
+  std::vector<Channel*> graveyard_;
   std::mutex mu_;
 };
 

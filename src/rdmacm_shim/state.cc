@@ -1,6 +1,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "emu/gsi.h"
 #include "rdmacm_shim/shim.h"
 #include "verbs_shim/sibling.h"
 
@@ -8,6 +9,18 @@
 extern "C" void* rocelab_verbs_engine(ibv_context* ctx) noexcept __attribute__((weak));
 
 namespace rocelab::rdmacm_shim {
+
+namespace {
+// QP 1 after exit has begun: MADs still in flight (the DREP to a program that
+// exited right after rdma_disconnect, as rping's client does) are taken
+// silently instead of being dropped as "unknown QP" with a warning; the
+// kernel's CM would take them too (its connection sits in timewait).
+class ExitSink final : public emu::GsiClient {
+ public:
+  void on_mad(const emu::GsiMad&) override {}
+};
+ExitSink g_exit_sink;
+}  // namespace
 
 State& State::get() noexcept {
   // Never destroyed: programs call librdmacm from their own atexit handlers
@@ -60,6 +73,7 @@ void State::at_exit() noexcept {
   if (!s.cm_) return;
   for (Dev& d : s.devs_) {
     (void)s.cm_->remove_device(*d.engine);
+    (void)d.engine->set_gsi_client(&g_exit_sink);
   }
   for (Dev& d : s.devs_) {
     if (d.pd) ibv_dealloc_pd(d.pd);
@@ -80,6 +94,14 @@ Dev* State::dev_of(const ibv_context* ctx) noexcept {
     if (d.ctx == ctx) return &d;
   }
   return nullptr;
+}
+
+void State::bury(Channel* c) noexcept {
+  std::lock_guard lock(mu_);
+  try {
+    graveyard_.push_back(c);
+  } catch (...) {  // out of memory: the struct is simply not tracked
+  }
 }
 
 ibv_pd* State::default_pd(Dev& d) noexcept {
