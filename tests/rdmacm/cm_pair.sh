@@ -12,6 +12,7 @@
 #   -c CAP  the server writes a pcap        -f RC  the client must exit RC (default 0)
 #   -k      the server is only started (killed at the end; its status not checked)
 #   -s RE   skip (exit 77) when either output matches RE (a capability not there)
+#   -6      with -n: IPv6 addresses on the veth pair (fd00:PORT%1000::1 and ::2)
 #   -n PORT the two run in network namespaces joined by a veth pair named after
 #           PORT (198.18.0.1 and 198.18.0.2, tests/shim/netns_pair.sh); 77 (skipped)
 #           where namespaces cannot be made
@@ -19,7 +20,7 @@
 set -u
 rocelab=$1 server_ip=$2 client_ip=$3
 shift 3
-skip_re="" expect=() client_expect=() server_expect=() run_opts=() netns="" capture="" client_rc=0 keep=0
+v6=0 skip_re="" expect=() client_expect=() server_expect=() run_opts=() netns="" capture="" client_rc=0 keep=0
 while [ $# -gt 0 ]; do
   case $1 in
     -e) expect+=("$2"); shift 2 ;;
@@ -31,6 +32,7 @@ while [ $# -gt 0 ]; do
     -k) keep=1; shift ;;
     -s) skip_re=$2; shift 2 ;;
     -n) netns=$2; shift 2 ;;
+    -6) v6=1; shift ;;
     --) shift; break ;;
     *) echo "cm_pair.sh: bad argument $1" >&2; exit 2 ;;
   esac
@@ -52,8 +54,15 @@ cleanup() {
 }
 trap cleanup EXIT
 [ -n "$netns" ] && netns_up "$netns"
-[ -n "$capture" ] && srv_opts+=(--pcap "$capture")
 [ -n "$netns" ] && client_ip=198.18.0.2
+if [ -n "$netns" ] && [ $v6 = 1 ]; then
+  net6=fd00:$((netns % 1000))
+  ip -n "$ns_a" addr add "$net6::1/64" dev "va-$netns" nodad &&
+  ip -n "$ns_b" addr add "$net6::2/64" dev "vb-$netns" nodad || { echo "SKIP: no IPv6 on the veth pair"; exit 77; }
+  server_ip=$net6::1 client_ip=$net6::2
+  srv_opts=(--ip "$server_ip") cli_opts=(--ip "$client_ip")
+fi
+[ -n "$capture" ] && srv_opts+=(--pcap "$capture")
 server=("${server[@]//@SIP@/$server_ip}")
 client=("${client[@]//@SIP@/$server_ip}")
 server=("${server[@]//@CIP@/$client_ip}")
@@ -66,7 +75,7 @@ srv_pid=$!
 # its first rdma_cm call; it listens right after. Wait for the first
 # (bounded), then give it a moment for the second.
 for _ in $(seq 1 400); do
-  "${srv_prefix[@]}" ss -Hlun "sport = :4791" | grep -qF "$server_ip:4791" && break
+  "${srv_prefix[@]}" ss -Hlun "sport = :4791" | grep -qF -e "$server_ip:4791" -e "[$server_ip]:4791" && break
   kill -0 $srv_pid 2>/dev/null || break
   sleep 0.05
 done
