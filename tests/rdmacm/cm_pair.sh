@@ -9,6 +9,7 @@
 # to). Options:
 #   -e RE   both outputs must match        -S RE  the server's must
 #   -C RE   the client's must              -r OPT passed to both `rocelab run`s
+#   -x OPT  passed to the client's `rocelab run` only; -y OPT: the server's only
 #   -c CAP  the server writes a pcap        -f RC  the client must exit RC (default 0)
 #   -k      the server is only started (killed at the end; its status not checked)
 #   -s RE   skip (exit 77) when either output matches RE (a capability not there)
@@ -20,13 +21,15 @@
 set -u
 rocelab=$1 server_ip=$2 client_ip=$3
 shift 3
-v6=0 skip_re="" expect=() client_expect=() server_expect=() run_opts=() netns="" capture="" client_rc=0 keep=0
+cli_only=() srv_only=() v6=0 skip_re="" expect=() client_expect=() server_expect=() run_opts=() netns="" capture="" client_rc=0 keep=0
 while [ $# -gt 0 ]; do
   case $1 in
     -e) expect+=("$2"); shift 2 ;;
     -C) client_expect+=("$2"); shift 2 ;;
     -S) server_expect+=("$2"); shift 2 ;;
     -r) run_opts+=("$2"); shift 2 ;;
+    -x) cli_only+=("$2"); shift 2 ;;
+    -y) srv_only+=("$2"); shift 2 ;;
     -c) capture=$2; shift 2 ;;
     -f) client_rc=$2; shift 2 ;;
     -k) keep=1; shift ;;
@@ -68,7 +71,7 @@ client=("${client[@]//@SIP@/$server_ip}")
 server=("${server[@]//@CIP@/$client_ip}")
 client=("${client[@]//@CIP@/$client_ip}")
 
-"${srv_prefix[@]}" timeout -k 5 "$limit" "$rocelab" run "${run_opts[@]}" "${srv_opts[@]}" -- \
+"${srv_prefix[@]}" timeout -k 5 "$limit" "$rocelab" run "${run_opts[@]}" "${srv_only[@]}" "${srv_opts[@]}" -- \
   "${server[@]}" >"$work/server.out" 2>&1 &
 srv_pid=$!
 # The server's device binds UDP 4791 on its address when the program makes
@@ -80,7 +83,7 @@ for _ in $(seq 1 400); do
   sleep 0.05
 done
 sleep 0.5
-"${cli_prefix[@]}" timeout -k 5 "$limit" "$rocelab" run "${run_opts[@]}" "${cli_opts[@]}" -- \
+"${cli_prefix[@]}" timeout -k 5 "$limit" "$rocelab" run "${run_opts[@]}" "${cli_only[@]}" "${cli_opts[@]}" -- \
   "${client[@]}" >"$work/client.out" 2>&1
 cli_rc=$?
 if [ $keep = 1 ]; then
