@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -731,6 +732,13 @@ extern "C" int rdma_listen(rdma_cm_id* id, int backlog) {
   Id* i = id_of(id);
   if (std::error_code ec = the_cm().listen(i->h, backlog)) return fail(ec.value());
   refresh(i);
+  if (State::get().explain()) {
+    auto info = the_cm().query(i->h);
+    if (info.ok()) {
+      std::fprintf(stderr, "rocelab: rdma_listen on %s port %u (port space 0x%04x)\n",
+                   info->src.ip.to_string().c_str(), info->src.port, static_cast<unsigned>(info->ps));
+    }
+  }
   return 0;
 }
 

@@ -73,6 +73,8 @@ class State {
  public:
   static State& get() noexcept;
   bool emulated() const noexcept { return cm_ != nullptr; }
+  // rocelab run --explain (ROCELAB_EXPLAIN): say on stderr when an id listens.
+  bool explain() const noexcept { return explain_; }
   cm::Cm& cm() noexcept { return *cm_; }
   Dev* dev_of(const emu::Device* engine) noexcept;
   Dev* dev_of(const ibv_context* ctx) noexcept;
@@ -90,6 +92,7 @@ class State {
   // Never deleted: other threads may still call in while the process exits
   // (at_exit only takes the devices away from it).
   cm::Cm* cm_ = nullptr;
+  bool explain_ = false;
   std::vector<Dev> devs_;
   std::vector<Channel*> graveyard_;
   std::mutex mu_;

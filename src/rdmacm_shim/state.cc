@@ -1,5 +1,6 @@
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 
 #include "emu/gsi.h"
 #include "rdmacm_shim/shim.h"
@@ -19,7 +20,6 @@ class ExitSink final : public emu::GsiClient {
  public:
   void on_mad(const emu::GsiMad&) override {}
 };
-ExitSink g_exit_sink;
 }  // namespace
 
 State& State::get() noexcept {
@@ -30,6 +30,8 @@ State& State::get() noexcept {
 }
 
 State::State() noexcept {
+  const char* explain = std::getenv("ROCELAB_EXPLAIN");
+  explain_ = explain && *explain && std::string_view(explain) != "0";
   if (rocelab_verbs_engine == nullptr) return;
   int n = 0;
   // ibv_* binds to the preloaded verbs shim: emulated devices and real ones.
@@ -65,21 +67,19 @@ State::State() noexcept {
   std::atexit(at_exit);
 }
 
-// As the kernel when the rdma_cm file closes: connections still up get their
-// DREQ, then the devices are closed (the verbs shim completes the pcap and
-// event log when the last context of a device closes).
+// At exit the Cm lets go of the devices (its timers stop; nothing calls into
+// it from the engines' helper threads any more) and a sink takes QP 1's late
+// MADs. The shim's contexts stay open, as a verbs program's often do: the
+// program may have closed or may still use them, and the verbs shim's own
+// exit handling (counters) and stdio's (the pcap) apply.
 void State::at_exit() noexcept {
   State& s = get();
   if (!s.cm_) return;
+  static emu::GsiClient* const sink = new ExitSink();
   for (Dev& d : s.devs_) {
     (void)s.cm_->remove_device(*d.engine);
-    (void)d.engine->set_gsi_client(&g_exit_sink);
+    (void)d.engine->set_gsi_client(sink);
   }
-  for (Dev& d : s.devs_) {
-    if (d.pd) ibv_dealloc_pd(d.pd);
-    ibv_close_device(d.ctx);
-  }
-  s.devs_.clear();
 }
 
 Dev* State::dev_of(const emu::Device* engine) noexcept {

@@ -11,6 +11,7 @@
 #   -C RE   the client's must              -r OPT passed to both `rocelab run`s
 #   -x OPT  passed to the client's `rocelab run` only; -y OPT: the server's only
 #   -c CAP  the server writes a pcap        -f RC  the client must exit RC (default 0)
+#   -L      the server does not listen (mckey): wait for its device instead
 #   -k      the server is only started (killed at the end; its status not checked)
 #   -s RE   skip (exit 77) when either output matches RE (a capability not there)
 #   -6      with -n: IPv6 addresses on the veth pair (fd00:PORT%1000::1 and ::2)
@@ -21,7 +22,7 @@
 set -u
 rocelab=$1 server_ip=$2 client_ip=$3
 shift 3
-cli_only=() srv_only=() v6=0 skip_re="" expect=() client_expect=() server_expect=() run_opts=() netns="" capture="" client_rc=0 keep=0
+nolisten=0 cli_only=() srv_only=() v6=0 skip_re="" expect=() client_expect=() server_expect=() run_opts=() netns="" capture="" client_rc=0 keep=0
 while [ $# -gt 0 ]; do
   case $1 in
     -e) expect+=("$2"); shift 2 ;;
@@ -33,6 +34,7 @@ while [ $# -gt 0 ]; do
     -c) capture=$2; shift 2 ;;
     -f) client_rc=$2; shift 2 ;;
     -k) keep=1; shift ;;
+    -L) nolisten=1; shift ;;
     -s) skip_re=$2; shift 2 ;;
     -n) netns=$2; shift 2 ;;
     -6) v6=1; shift ;;
@@ -71,18 +73,21 @@ client=("${client[@]//@SIP@/$server_ip}")
 server=("${server[@]//@CIP@/$client_ip}")
 client=("${client[@]//@CIP@/$client_ip}")
 
-"${srv_prefix[@]}" timeout -k 5 "$limit" "$rocelab" run "${run_opts[@]}" "${srv_only[@]}" "${srv_opts[@]}" -- \
+"${srv_prefix[@]}" timeout -k 5 "$limit" "$rocelab" run --explain "${run_opts[@]}" "${srv_only[@]}" "${srv_opts[@]}" -- \
   "${server[@]}" >"$work/server.out" 2>&1 &
 srv_pid=$!
-# The server's device binds UDP 4791 on its address when the program makes
-# its first rdma_cm call; it listens right after. Wait for the first
-# (bounded), then give it a moment for the second.
+# The server runs with --explain: the rdma_cm shim says on stderr (unbuffered)
+# when an id listens. Wait for that (bounded); with -L (a server that does not
+# listen, mckey) for its device to hold UDP 4791 and a moment more.
 for _ in $(seq 1 400); do
-  "${srv_prefix[@]}" ss -Hlun "sport = :4791" | grep -qF -e "$server_ip:4791" -e "[$server_ip]:4791" && break
+  if [ $nolisten = 1 ]; then
+    "${srv_prefix[@]}" ss -Hlun "sport = :4791" | grep -qF -e "$server_ip:4791" -e "[$server_ip]:4791" && { sleep 0.5; break; }
+  else
+    grep -q "rocelab: rdma_listen on" "$work/server.out" && break
+  fi
   kill -0 $srv_pid 2>/dev/null || break
   sleep 0.05
 done
-sleep 0.5
 "${cli_prefix[@]}" timeout -k 5 "$limit" "$rocelab" run "${run_opts[@]}" "${cli_only[@]}" "${cli_opts[@]}" -- \
   "${client[@]}" >"$work/client.out" 2>&1
 cli_rc=$?

@@ -12,7 +12,8 @@
 # -n: server and client in two network namespaces joined by a veth pair
 #     (netns_pair.sh): the ICMP comes back over a link, rate-limited.
 # -R: an rdma_cm program (perftest -R): the client connects to the server's
-#     RoCE address, and the server is ready once its device holds UDP 4791.
+#     RoCE address, and the server is ready once it listens (rocelab run
+#     --explain: the rdma_cm shim says so on stderr).
 # The client gets LIMIT seconds (default 60) to exit: more is a hang.
 set -u
 rocelab=$1 port=$2
@@ -49,11 +50,14 @@ server_ip=127.0.0.1 srv_prefix=() cli_prefix=() srv_opts=(--ip "$net.1") cli_opt
 [ $netns = 1 ] && netns_up "$port"
 [ $rdmacm = 1 ] && [ $netns = 0 ] && server_ip=$net.1
 # `rocelab run` (and ip netns exec) exec the program: $! is the server program itself.
-"${srv_prefix[@]}" "$rocelab" run "${srv_opts[@]}" -- "$@" -p "$port" >"$work/server.out" 2>&1 &
+# (-R: --explain, so the rdma_cm shim says on stderr when the server listens.)
+explain=()
+[ $rdmacm = 1 ] && explain=(--explain)
+"${srv_prefix[@]}" "$rocelab" run "${explain[@]}" "${srv_opts[@]}" -- "$@" -p "$port" >"$work/server.out" 2>&1 &
 srv_pid=$!
 for _ in $(seq 1 400); do
   if [ $rdmacm = 1 ]; then
-    "${srv_prefix[@]}" ss -Hlun "sport = :4791" | grep -qF "$server_ip:4791" && { sleep 0.5; break; }
+    grep -q "rocelab: rdma_listen on" "$work/server.out" && break
   else
     "${srv_prefix[@]}" ss -Hltn "sport = :$port" | grep -q . && break
   fi
