@@ -96,6 +96,12 @@ if [ $keep = 1 ]; then
   wait $srv_pid
   srv_rc=0
 else
+  # A client that failed leaves a server waiting for it: give the server 10 s
+  # to notice, then stop it, rather than wait out its whole time limit.
+  if [ "$cli_rc" != "$client_rc" ]; then
+    for _ in $(seq 1 100); do kill -0 $srv_pid 2>/dev/null || break; sleep 0.1; done
+    kill $srv_pid 2>/dev/null
+  fi
   wait $srv_pid
   srv_rc=$?
 fi
