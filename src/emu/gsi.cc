@@ -4,7 +4,9 @@
 #include <cstring>
 
 #include "emu/engine.h"
+#include "wire/cm_mad.h"
 #include "wire/gsi.h"
+#include "wire/mad.h"
 
 namespace rocelab::emu {
 
@@ -27,6 +29,7 @@ void Device::Engine::gsi_receive(const wire::RocePacket& pkt, const Datagram& d)
     e.psn = pkt.hdr.bth.psn.value();
     e.dest_qpn = pkt.hdr.bth.dest_qpn.value();
     e.length = static_cast<uint32_t>(d.payload.size());
+    describe_mad(pkt.payload, e);
     log(e);
   }
   GsiMad m;
@@ -34,6 +37,15 @@ void Device::Engine::gsi_receive(const wire::RocePacket& pkt, const Datagram& d)
   m.src_qp = pkt.hdr.deth.src_qpn.value();
   m.mad = pkt.payload;
   gsi->on_mad(m);
+}
+
+void describe_mad(std::span<const std::byte> mad, EngineEvent& e) {
+  auto h = wire::parse_mad_header(mad);
+  if (!h) return;
+  e.mad_class = h->mgmt_class;
+  e.mad_tid = h->tid;
+  if (h->mgmt_class == static_cast<uint8_t>(wire::MgmtClass::kCm))
+    e.mad_attr = wire::to_string(static_cast<wire::CmAttr>(h->attr_id));
 }
 
 std::error_code Device::set_gsi_client(GsiClient* client) {

@@ -4,7 +4,9 @@
 // Taps and sinks are called with the device lock held: keep them short and
 // never call back into the device.
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 #include "emu/transport/transport.h"
@@ -105,7 +107,16 @@ struct EngineEvent {
   EventType async = EventType::kPortActive;               // kAsyncEvent
   std::string_view reason;       // kPacketDropped, kTimer: why (static string)
   RoleSteps steps;               // kRoleSteps
+  // Packets to or from QP 1 (a MAD): its management class, its attribute's
+  // name for the CM ("ConnectRequest", wire/cm_mad.h; "" for other classes)
+  // and its transaction ID, so a log names the CM exchange as decode does.
+  uint8_t mad_class = 0;
+  std::string_view mad_attr;
+  uint64_t mad_tid = 0;
 };
+
+// Fills e's MAD fields from the 256 bytes of a MAD (left empty if they are not one).
+void describe_mad(std::span<const std::byte> mad, EngineEvent& e);
 
 class EventSink {
  public:

@@ -5,6 +5,7 @@
 
 #include "emu/engine.h"
 #include "wire/byte_order.h"
+#include "wire/gsi.h"
 #include "wire/icrc.h"
 
 namespace rocelab::emu {
@@ -46,6 +47,7 @@ void Device::Engine::tx_commit_raw(uint32_t qpn, Counters* qctr, const wire::IpU
     e.psn = h.bth.psn.value();
     e.dest_qpn = h.bth.dest_qpn.value();
     e.length = static_cast<uint32_t>(roce_len);
+    if (qpn == wire::kGsiQpn.value()) describe_mad(std::span<const std::byte>(roce + hdr_len, len), e);
     log(e);
   }
 }

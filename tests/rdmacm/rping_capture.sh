@@ -10,8 +10,9 @@ set -u
 rocelab=$1 sip=$2 cip=$3 port=$4
 here=$(dirname "$0")
 cap=$(mktemp /tmp/rocelab-rping.XXXXXX.pcap)
-trap 'rm -f "$cap"' EXIT
-"$here/cm_pair.sh" "$rocelab" "$sip" "$cip" -c "$cap" -C "ping data: rdma-ping-9:" -- \
+ev=$(mktemp /tmp/rocelab-rping.XXXXXX.events)
+trap 'rm -f "$cap" "$ev"' EXIT
+"$here/cm_pair.sh" "$rocelab" "$sip" "$cip" -c "$cap" -y "--events=$ev" -C "ping data: rdma-ping-9:" -- \
   rping -s -a @SIP@ -p "$port" -C 10 -v -- rping -c -a @SIP@ -p "$port" -C 10 -v || exit 1
 
 status=0
@@ -53,6 +54,16 @@ check "server's requests go to the REQ's QPN" \
   "$(field "$reqs && ip.src == $sip" infiniband.bth.destqp | num)" "$(echo "$req_qpn" | num)"
 check "client's first PSN is the REP's starting PSN" "$(echo "$first_c" | num)" "$(echo "$rep_psn" | num)"
 check "server's first PSN is the REQ's starting PSN" "$(echo "$first_s" | num)" "$(echo "$req_psn" | num)"
+# The server's event log names the same MADs, with the transaction IDs tshark reads.
+tid_of() { printf '0x%016x' "$(field "$mad && infiniband.mad.attributeid == $1" infiniband.mad.transactionid | head -1)"; }
+logged() {  # DIRECTION NAME: the transaction ID of the first such MAD in the log
+  "$rocelab" events "$ev" | sed -n "s/.* $1 qp 0x000001 UD SEND Only -> qp 0x000001 .*: CM $2 tid \(0x[0-9a-f]*\)$/\1/p" | head -1
+}
+check "event log: REQ received" "$(logged PACKET_RECEIVED ConnectRequest)" "$(tid_of 0x0010)"
+check "event log: REP sent" "$(logged PACKET_SENT ConnectReply)" "$(tid_of 0x0013)"
+check "event log: RTU received" "$(logged PACKET_RECEIVED ReadyToUse)" "$(tid_of 0x0014)"
+check "event log: DREQ received" "$(logged PACKET_RECEIVED DisconnectRequest)" "$(tid_of 0x0015)"
+check "event log: DREP sent" "$(logged PACKET_SENT DisconnectReply)" "$(tid_of 0x0016)"
 echo "rocelab decode of the CM exchange:"
 "$rocelab" decode "$cap" | grep -A1 "CM " | head -20
 exit $status

@@ -108,6 +108,11 @@ void EventLog::write(const std::string& device, const EngineEvent& e) {
       m.set_dest_qpn(e.dest_qpn);
       m.set_length(e.length);
       m.set_reason(std::string(e.reason));
+      if (e.mad_class) {
+        m.set_mad_class(e.mad_class);
+        m.set_mad_attr(std::string(e.mad_attr));
+        m.set_mad_tid(e.mad_tid);
+      }
       break;
     case EventKind::kTimer:
       m.set_psn(e.psn);
@@ -167,6 +172,16 @@ std::string format_text(const events::Event& m) {
     case events::Event::PACKET_DROPPED:
       std::snprintf(more, sizeof more, " %s -> qp 0x%06x psn %u len %u%s%s", m.opcode_name().c_str(), m.dest_qpn(),
                     m.psn(), m.length(), m.reason().empty() ? "" : ": ", m.reason().c_str());
+      if (m.mad_class() == 7) {
+        std::string mad = more;
+        std::snprintf(more, sizeof more, ": CM %s tid 0x%016" PRIx64, m.mad_attr().c_str(), m.mad_tid());
+        return s + mad + more;
+      }
+      if (m.mad_class() != 0) {
+        std::string mad = more;
+        std::snprintf(more, sizeof more, ": MAD class 0x%02x tid 0x%016" PRIx64, m.mad_class(), m.mad_tid());
+        return s + mad + more;
+      }
       break;
     case events::Event::TIMER:
       std::snprintf(more, sizeof more, " %s psn %u", m.reason().c_str(), m.psn());
