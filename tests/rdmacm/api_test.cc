@@ -66,7 +66,9 @@ class RdmaCm : public ::testing::Test {
     ch_ = rdma_create_event_channel();
     ASSERT_NE(ch_, nullptr) << std::strerror(errno);
   }
-  void TearDown() override { rdma_destroy_event_channel(ch_); }
+  void TearDown() override {
+    if (ch_) rdma_destroy_event_channel(ch_);
+  }
   rdma_event_channel* ch_ = nullptr;
 };
 
