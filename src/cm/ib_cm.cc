@@ -190,6 +190,7 @@ std::error_code Impl::send_rtu(Conn& c) {
   c.state = CmState::kEstablished;
   c.mra_delay = false;
   send(c, wire::make_cm_mad(c.tid, r), 0, Nanos(0));
+  write_will(c);
   return {};
 }
 
@@ -380,6 +381,7 @@ void Impl::recv_rtu(const wire::CmRtu& m) {
   }
   stop_timer(*c);
   c->state = CmState::kEstablished;
+  write_will(*c);
   if (Id* id = find_id(c->id)) {
     id->state = IdState::kEstablished;
     Event ev;
@@ -465,6 +467,7 @@ std::error_code Impl::send_dreq(Conn& c) {
   d.local_comm_id = c.local_comm_id;
   d.remote_comm_id = c.remote_comm_id;
   d.remote_qpn = wire::Qpn(c.remote_qpn);
+  withdraw_will(c);
   c.state = CmState::kDreqSent;
   send(c, wire::make_cm_mad(form_tid(*c.port, c.local_comm_id), d), c.max_cm_retries,
        mad_timeout(*this, c.peer_cm_timeout));
@@ -503,6 +506,7 @@ void Impl::recv_dreq(DevicePort& p, const emu::GsiMad& g, const wire::MadHeader&
     case CmState::kRepSent:
     case CmState::kMraRepRcvd:
       stop_timer(*c);
+      withdraw_will(*c);
       c->state = CmState::kDreqRcvd;
       if (!id) {
         send_drep(*c);  // the id is gone: answer for it
@@ -518,6 +522,7 @@ void Impl::recv_dreq(DevicePort& p, const emu::GsiMad& g, const wire::MadHeader&
     case CmState::kDreqSent:
       // Crossed DREQs: answer at once; ours is done too.
       stop_timer(*c);
+      withdraw_will(*c);
       c->state = CmState::kDreqRcvd;
       send_drep(*c);
       if (id) {
@@ -565,6 +570,7 @@ void Impl::recv_drep(const wire::CmDrep& m) {
 
 void Impl::enter_timewait(Conn& c) {
   stop_timer(c);
+  withdraw_will(c);
   c.state = CmState::kTimewait;
   // cm_enter_timewait: the path's ACK timeout, after which the comm ID and
   // the QP's PSNs can no longer be confused with a new connection's.

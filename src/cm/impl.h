@@ -77,6 +77,7 @@ struct Conn {
   uint8_t max_cm_retries = 15;
   uint32_t qkey = 0;  // SIDR: the Q_Key the SIDR_REP carried / carries
   bool mra_delay = false;  // passive: an MRA goes out on a duplicate REQ / REP
+  bool will = false;       // its farewell DREQ is with CmConfig::farewell
   // The last MAD this connection sent, kept for resends and duplicates.
   MadBuf last{};
   bool have_last = false;
@@ -169,6 +170,10 @@ class Cm::Impl {
   // unmatched DREQ ...): sent once from port to dst.
   void send_unconnected(DevicePort& p, const wire::IpAddr& dst, uint8_t tclass, const wire::CmMad& m);
   void on_timer(uint32_t local_comm_id);  // the retransmit/timewait timer fired
+  // CmConfig::farewell: c (just established) leaves its DREQ; withdrawn when
+  // it leaves kEstablished (send_dreq, recv_dreq, timewait, erase_conn).
+  void write_will(Conn& c);
+  void withdraw_will(Conn& c);
 
   // ---- ib_cm.cc (device lock and mu held) ----
   std::error_code send_req(Id& id, const ConnParam& p);

@@ -4,6 +4,7 @@
 // it when its timer runs out (the CM timeouts, max_cm_retries).
 #include "cm/impl.h"
 #include "wire/cma_hdr.h"
+#include "wire/frame.h"
 
 namespace rocelab::cm {
 
@@ -64,9 +65,31 @@ Conn* Impl::find_conn(uint32_t local_comm_id) {
   return it == conns.end() ? nullptr : it->second.get();
 }
 
+void Impl::write_will(Conn& c) {
+  if (!cfg.farewell) return;
+  wire::CmDreq d;  // what send_dreq sends
+  d.local_comm_id = c.local_comm_id;
+  d.remote_comm_id = c.remote_comm_id;
+  d.remote_qpn = wire::Qpn(c.remote_qpn);
+  MadBuf mad{};
+  if (!wire::encode_cm_mad(mad, wire::make_cm_mad(form_tid(*c.port, c.local_comm_id), d))) return;
+  std::array<std::byte, wire::kMaxFrameLen> dg;
+  auto n = c.port->dev->mad_datagram_locked(c.peer, mad, c.tclass, dg);
+  if (!n) return;
+  cfg.farewell(c.local_comm_id, std::span<const std::byte>(dg.data(), *n));
+  c.will = true;
+}
+
+void Impl::withdraw_will(Conn& c) {
+  if (!c.will) return;
+  c.will = false;
+  cfg.farewell(c.local_comm_id, {});
+}
+
 void Impl::erase_conn(uint32_t local_comm_id) {
   auto it = conns.find(local_comm_id);
   if (it == conns.end()) return;
+  withdraw_will(*it->second);
   if (Id* id = find_id(it->second->id); id && id->conn == local_comm_id) id->conn = 0;
   conns.erase(it);  // its timer too (safe inside its own callback: timer_queue.h)
 }

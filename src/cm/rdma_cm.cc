@@ -139,7 +139,13 @@ std::error_code Cm::remove_device(emu::Device& dev) {
     std::vector<uint32_t> gone;
     for (const auto& [comm, c] : m.conns)
       if (c->port == port) gone.push_back(comm);
-    for (uint32_t comm : gone) m.erase_conn(comm);  // timers die under the device lock
+    for (uint32_t comm : gone) {
+      // The farewell ucma_close -> rdma_destroy_id gives a connection when the
+      // process exits: DREQ, REJ or DREP (Impl::abandon), sent once (the
+      // timers die with the connection, under the device lock).
+      if (Conn* c = m.find_conn(comm)) m.abandon(*c);
+      m.erase_conn(comm);
+    }
     for (auto& [h, id] : m.ids) {
       if (id.port != port) continue;
       id.port = nullptr;
@@ -585,6 +591,7 @@ namespace {
 void establish_passive(Impl& m, Id& id, Conn& c) {
   m.stop_timer(c);
   c.state = CmState::kEstablished;
+  m.write_will(c);
   id.state = IdState::kEstablished;
   Event ev;
   ev.type = EventType::kEstablished;

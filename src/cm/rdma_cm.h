@@ -94,6 +94,16 @@ struct CmConfig {
   // from std::random_device (as the kernel's get_random_u32). Tests on the
   // simulated fabric set it for reproducible captures.
   uint64_t seed = 0;
+  // A process's last word (src/rdmacm_shim/reaper.h). While a connection is
+  // established, farewell(local comm ID, datagram) holds the DREQ its end
+  // would send (the UDP payload with the IP and UDP headers before it, as
+  // emu::Device::mad_datagram_locked builds it), and farewell(id, {})
+  // withdraws it when the connection leaves that state. Whoever holds them
+  // sends them if the process dies without closing its connections, as the
+  // kernel's CM sends a DREQ for each established connection of a process
+  // that exits, however it exits. Called with the device lock held: it must
+  // only copy. Empty: no one keeps them.
+  std::function<void(uint32_t local_comm_id, std::span<const std::byte> datagram)> farewell;
 };
 
 class Cm {
@@ -113,7 +123,11 @@ class Cm {
   // when the device already has another GSI client.
   std::error_code add_device(emu::Device& dev);
   // Ids bound to dev get kDeviceRemoval (as rdma_cm on hot-unplug), their
-  // timers stop, and dev's GSI client is removed. ENOENT when not added.
+  // timers stop, and dev's GSI client is removed. Their connections end as
+  // the kernel's CM ends them when the process holding the ids exits: an
+  // established one sends a DREQ (once: nobody is left to resend it), a
+  // connecting one a REJ, an answer owed to a DREQ its DREP; so the peer
+  // learns of it (DISCONNECTED, REJECTED). ENOENT when not added.
   std::error_code remove_device(emu::Device& dev);
   // The device whose address is ip, or nullptr.
   emu::Device* device_for(const wire::IpAddr& ip) const;

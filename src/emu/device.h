@@ -133,6 +133,13 @@ class Device {
   void run_locked(const std::function<void()>& fn);
   std::error_code send_mad_locked(const wire::IpAddr& dst, std::span<const std::byte> mad,
                                   uint8_t tclass = 0);
+  // The datagram send_mad_locked would send for the same arguments, without
+  // sending it: IP and UDP headers (QP 1's source port), BTH, DETH, the MAD and
+  // the ICRC, written to out (wire::kMaxFrameLen bytes suffice); its length.
+  // For a MAD sent later by someone else (a process's farewell DREQ, sent
+  // after it died: src/rdmacm_shim/reaper.h). Lock held, as send_mad_locked.
+  wire::Result<size_t> mad_datagram_locked(const wire::IpAddr& dst, std::span<const std::byte> mad,
+                                           uint8_t tclass, std::span<std::byte> out) const;
 
   void set_tap(PacketTap* tap);
   void set_event_sink(EventSink* sink);

@@ -4,7 +4,9 @@
 #include <cstring>
 
 #include "emu/engine.h"
+#include "wire/byte_order.h"
 #include "wire/cm_mad.h"
+#include "wire/icrc.h"
 #include "wire/gsi.h"
 #include "wire/mad.h"
 
@@ -89,6 +91,34 @@ std::error_code Device::send_mad_locked(const wire::IpAddr& dst, std::span<const
   std::memcpy(frame + iph + *hl, mad.data(), mad.size());
   e.tx_commit_raw(wire::kGsiQpn.value(), nullptr, ip, frame, h, *hl, static_cast<uint32_t>(mad.size()));
   return {};
+}
+
+wire::Result<size_t> Device::mad_datagram_locked(const wire::IpAddr& dst, std::span<const std::byte> mad,
+                                                 uint8_t tclass, std::span<std::byte> out) const {
+  if (mad.size() != wire::kMadLen) return errc(EINVAL);
+  const Engine& e = *engine_;
+  wire::IpUdpInfo ip;
+  ip.src = e.transport->local_address();
+  ip.dst = dst;
+  ip.sport = e.gsi_sport;
+  ip.dport = wire::kRoceV2Port;
+  ip.tclass = tclass;
+  ip.ip_id = 0;
+  ip.df = true;
+  const size_t iph = wire::ip_udp_header_len(dst.v6);
+  const size_t ip_hlen = dst.v6 ? wire::kIpv6HeaderLen : wire::kIpv4HeaderLen;
+  if (out.size() < iph + wire::kMaxRoceLen) return errc(EINVAL);
+  const wire::RoceHeaders h = wire::gsi_headers(wire::Psn(e.gsi_psn));
+  auto hl = wire::encode_headers(out.subspan(iph, wire::kMaxRoceLen), h);
+  if (!hl) return hl.error();
+  std::byte* roce = out.data() + iph;
+  std::memcpy(roce + *hl, mad.data(), mad.size());
+  const size_t roce_len = *hl + mad.size() + wire::kIcrcLen;
+  wire::write_ip_udp(out.data(), ip, roce_len);
+  wire::IcrcAccumulator icrc(out.data(), ip_hlen, roce);
+  icrc.add(std::span<const std::byte>(roce + wire::kBthLen, roce_len - wire::kBthLen - wire::kIcrcLen));
+  wire::store_le32(roce + roce_len - wire::kIcrcLen, icrc.value());
+  return iph + roce_len;
 }
 
 }  // namespace rocelab::emu

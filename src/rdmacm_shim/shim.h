@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cm/rdma_cm.h"
+#include "rdmacm_shim/reaper.h"
 
 namespace rocelab::rdmacm_shim {
 
@@ -92,6 +93,7 @@ class State {
   // Never deleted: other threads may still call in while the process exits
   // (at_exit only takes the devices away from it).
   cm::Cm* cm_ = nullptr;
+  Reaper reaper_;
   bool explain_ = false;
   std::vector<Dev> devs_;
   std::vector<Channel*> graveyard_;

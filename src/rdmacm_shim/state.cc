@@ -57,7 +57,12 @@ State::State() noexcept {
   }
   ibv_free_device_list(list);
   if (devs_.empty()) return;
-  cm_ = new cm::Cm();
+  cm::CmConfig cfg;
+  // The kernel's CM sends a DREQ for each established connection of a
+  // process that dies; the reaper does it for us (reaper.h).
+  if (reaper_.start())
+    cfg.farewell = [this](uint32_t key, std::span<const std::byte> dg) { reaper_.farewell(key, dg); };
+  cm_ = new cm::Cm(cfg);
   for (Dev& d : devs_) {
     if (std::error_code ec = cm_->add_device(*d.engine)) {
       std::fprintf(stderr, "rocelab rdma_cm: device %s: %s\n", ibv_get_device_name(d.ctx->device),

@@ -10,6 +10,7 @@
 #include <random>
 
 #include <cerrno>
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -17,6 +18,8 @@
 #include "wire/cm_mad.h"
 #include "wire/cma_hdr.h"
 #include "wire/gsi.h"
+#include "wire/icrc.h"
+#include "wire/ip_udp.h"
 #include "wire/packet.h"
 
 namespace rocelab::cm::test {
@@ -375,6 +378,83 @@ TEST_P(CmTest, DestroyingAConnectedIdDisconnectsThePeer) {
   EXPECT_EQ(b.cm->stats().mads_resent, 0u);  // the DREP reached A's CM: no DREQ resends
 }
 
+// The process of one side exits without rdma_disconnect: the rdma_cm shim's
+// exit handler removes its device from the Cm, which says goodbye as the
+// kernel does for a process that exits (a DREQ): the peer gets DISCONNECTED,
+// not silence.
+TEST_P(CmTest, RemovingTheDeviceOfAConnectedIdDisconnectsThePeer) {
+  Side a = env.make_side(1), b = env.make_side(2);
+  ASSERT_TRUE(a.cm && b.cm);
+  Conn c = connect_pair(env, a, b);
+  ASSERT_FALSE(a.cm->remove_device(*a.dev));
+  env.expect_event(a, EventType::kDeviceRemoval);
+  Event d = env.expect_event(b, EventType::kDisconnected);
+  EXPECT_EQ(d.id, c.b);
+  // B's DREP finds nobody on A's QP 1 (no GSI client: dropped); B's own
+  // disconnect is local.
+  EXPECT_FALSE(b.cm->disconnect(c.b));
+}
+
+// While a connection is established each side leaves, through
+// CmConfig::farewell, the DREQ its end would send: a whole datagram (IP, UDP,
+// BTH, DETH, the MAD, a correct ICRC) from its QP 1 to the peer's, naming the
+// connection's comm IDs and the peer's QPN. It is withdrawn once the
+// connection is disconnected. (What the rdma_cm shim's reaper sends for a
+// killed process: tests/rdmacm, rdmacm.killed_idle_peer.)
+TEST_P(CmTest, AnEstablishedConnectionLeavesItsDreqUntilItEnds) {
+  std::map<uint32_t, std::vector<std::byte>> wills_a, wills_b;
+  int withdrawn_a = 0;
+  CmConfig ca, cb;
+  ca.farewell = [&](uint32_t comm, std::span<const std::byte> dg) {
+    if (dg.empty()) {
+      withdrawn_a += wills_a.erase(comm) ? 1 : 0;
+    } else {
+      wills_a[comm].assign(dg.begin(), dg.end());
+    }
+  };
+  cb.farewell = [&](uint32_t comm, std::span<const std::byte> dg) {
+    if (dg.empty()) {
+      wills_b.erase(comm);
+    } else {
+      wills_b[comm].assign(dg.begin(), dg.end());
+    }
+  };
+  Side a = env.make_side(1, "", true, ca), b = env.make_side(2, "", true, cb);
+  ASSERT_TRUE(a.cm && b.cm);
+  Conn c = connect_pair(env, a, b);
+  env.run_for(10ms);  // B's RTU
+  ASSERT_EQ(wills_a.size(), 1u);
+  ASSERT_EQ(wills_b.size(), 1u);
+  for (auto* w : {&wills_a, &wills_b}) {
+    const bool from_a = w == &wills_a;
+    const std::vector<std::byte>& dg = w->begin()->second;
+    auto ip = wire::parse_ip_udp(dg);
+    ASSERT_TRUE(ip.ok());
+    EXPECT_EQ(ip->info.src, from_a ? a.addr() : b.addr());
+    EXPECT_EQ(ip->info.dst, from_a ? b.addr() : a.addr());
+    EXPECT_EQ(ip->info.dport, wire::kRoceV2Port);
+    auto pkt = wire::parse_roce(ip->udp_payload);
+    ASSERT_TRUE(pkt.ok());
+    EXPECT_TRUE(wire::is_gsi_mad(*pkt));
+    EXPECT_EQ(pkt->hdr.bth.dest_qpn.value(), 1u);
+    const size_t n = ip->udp_payload.size();
+    const uint32_t icrc = wire::load_le32(ip->udp_payload.data() + n - wire::kIcrcLen);
+    EXPECT_EQ(wire::compute_icrc(ip->ip_packet, ip->ip_packet.size() - ip->udp_payload.size() - wire::kUdpHeaderLen),
+              icrc);
+    auto mad = wire::parse_cm_mad(pkt->payload);
+    ASSERT_TRUE(mad.ok());
+    ASSERT_TRUE(std::holds_alternative<wire::CmDreq>(mad->msg));
+    const auto& d = std::get<wire::CmDreq>(mad->msg);
+    EXPECT_EQ(d.local_comm_id, w->begin()->first);
+    EXPECT_EQ(d.remote_qpn.value(), from_a ? c.qb->qp_num() : c.qa->qp_num());
+  }
+  ASSERT_FALSE(a.cm->disconnect(c.a));
+  env.expect_event(b, EventType::kDisconnected);
+  EXPECT_EQ(withdrawn_a, 1);
+  EXPECT_TRUE(wills_a.empty());
+  EXPECT_TRUE(wills_b.empty());  // B received the DREQ
+}
+
 // ---- on the fabric only: losses and timeouts in virtual time ----
 
 class CmSimTest : public ::testing::Test {
@@ -485,9 +565,11 @@ TEST_F(CmSimTest, PeerWithoutCmGivesUnreachableAfterTheRetries) {
 }
 
 TEST_F(CmSimTest, PeerGoneAfterRequestAnswersNothingAndDisconnectTimesOut) {
-  Side a = env.make_side(1), b = env.make_side(2);
+  // B's process is killed: its CM is gone, its device no longer serves QP 1,
+  // and the farewell DREQ of an orderly exit (B's second MAD after its REP)
+  // never leaves.
+  Side a = env.make_side(1), b = env.make_side(2, "drop:qpn=1:nth=2");
   Conn c = connect_pair(env, a, b);
-  // B's process ends: its CM is gone, its device no longer serves QP 1.
   ASSERT_FALSE(b.cm->remove_device(*b.dev));
   ASSERT_FALSE(a.cm->disconnect(c.a));
   Event d = env.expect_event(a, EventType::kDisconnected, 600s);
