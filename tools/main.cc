@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   rocelab::tools::register_sim(app);
   rocelab::tools::register_ladder(app);
   rocelab::tools::register_check(app);
+  rocelab::tools::register_replay(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

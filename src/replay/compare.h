@@ -1,0 +1,72 @@
+// The comparison behind `rocelab replay` (replay.h): what the capture's
+// responder and the live responder answered, per PSN relative to the start of
+// the connection, judged once the replay has moved a window past that PSN.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "replay/replay.h"
+#include "wire/packet.h"
+
+namespace rocelab::replay {
+
+// What one responder answered at one PSN.
+struct Answer {
+  bool any = false;
+  uint8_t opcode = 0;        // of the first response at this PSN
+  uint8_t opcodes = 0;       // every response opcode seen here: bit (opcode - READ response First)
+  uint64_t frame = 0;        // capture frame of the first (capture side only)
+  uint32_t acks = 0;         // responses whose AETH is an ACK (duplicates included)
+  uint8_t credits = 0;       // of the first plain ACK
+  bool plain_ack = false;
+  uint32_t msn = 0;          // of the first ACK-type AETH
+  bool has_msn = false;
+  uint8_t nak = 0xFF;        // the first NAK's code (wire::NakCode), 0xFF none
+  uint32_t rnr = 0;          // RNR NAKs
+  uint8_t rnr_timer = 0;
+  bool read = false;         // a READ response payload at this PSN (the first)
+  uint32_t read_len = 0;
+  uint64_t read_hash = 0;
+  bool atomic = false;       // an ATOMIC Acknowledge (the first)
+  uint64_t orig = 0;
+  // The capture's READ data or original value (of the first) is what the
+  // capture's own WRITEs (and atomics) left in that memory: a live responder
+  // must give the same. Otherwise the responder's application changed the
+  // memory where the capture cannot see it, and nothing is judged.
+  bool determined = false;
+};
+
+struct Slot {
+  Answer cap, live;
+  uint64_t req_frame = 0;    // the capture frame of the request at this PSN (the last sent)
+};
+
+class Comparer {
+ public:
+  Comparer(const ReplayOptions& o, ReplayResult& r) : o_(o), r_(r) {}
+
+  // A request sent at rel; a READ or atomic asks for an answer at its last PSN.
+  void on_request(int64_t rel, uint64_t frame, bool ack_req);
+  void on_answer_asked(int64_t last_rel);
+  // A response of either side, at rel (determined: Answer::determined, capture side).
+  void on_response(bool capture, int64_t rel, const wire::RocePacket& p, uint64_t frame, bool determined = false);
+  // Judges every PSN before `before` (all with INT64_MAX).
+  void finalize(int64_t before);
+
+ private:
+  void record(Answer& a, int64_t rel, const wire::RocePacket& p, uint64_t frame, bool determined, int64_t* acked);
+  void judge(int64_t rel, const Slot& s);
+  void diff(DiffClass c, std::string_view kind, int64_t rel, const Slot& s, std::string text);
+  std::string describe(const Answer& a, bool covered) const;
+
+  const ReplayOptions& o_;
+  ReplayResult& r_;
+  std::map<int64_t, Slot> slots_;
+  int64_t cap_acked_ = -1, live_acked_ = -1;  // the highest PSN each side has acknowledged
+  int64_t max_ack_req_ = -1;                   // the highest PSN sent with AckReq
+  std::map<std::string_view, uint64_t> listed_;
+};
+
+}  // namespace rocelab::replay

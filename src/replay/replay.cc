@@ -1,0 +1,620 @@
+#include "replay/replay.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "emu/connect.h"
+#include "emu/device.h"
+#include "emu/records/pcap_tap.h"
+#include "emu/transport/sim_fabric.h"
+#include "replay/compare.h"
+#include "trace/check.h"
+#include "wire/aeth.h"
+#include "wire/frame.h"
+#include "wire/pcap_reader.h"
+#include "wire/pcap_writer.h"
+
+namespace rocelab::replay {
+
+namespace {
+
+using wire::OpClass;
+using wire::Psn;
+
+std::string qpn_text(uint32_t q) {
+  char b[16];
+  std::snprintf(b, sizeof b, "0x%06x", q);
+  return b;
+}
+
+struct ReadPass {
+  bool ok = true;
+  std::string error, damaged;
+  uint64_t frames = 0, packets = 0;
+};
+
+// Streams a capture: f(frame number, time, decoded RoCEv2 frame) for each
+// RoCEv2 packet; other frames are counted and skipped.
+template <class F>
+ReadPass for_each_packet(const std::string& path, F&& f) {
+  ReadPass r;
+  std::string detail;
+  auto reader = wire::PcapReader::open(path, &detail);
+  if (!reader) {
+    r.ok = false;
+    r.error = detail.empty() ? reader.error().message() : detail;
+    return r;
+  }
+  const int link = reader->link_type();
+  for (;;) {
+    auto next = reader->next(&detail);
+    if (!next) {
+      r.damaged = detail.empty() ? next.error().message() : detail;
+      return r;
+    }
+    if (!next->has_value()) return r;
+    ++r.frames;
+    auto d = wire::decode_frame(link, (**next).data);
+    if (!d) continue;
+    ++r.packets;
+    f(r.frames, (**next).ts, *d);
+  }
+}
+
+// A message starts here: First, Only, or a READ or atomic request.
+bool starts_message(const wire::OpInfo& info) {
+  return info.is(OpClass::kFirst) || (!info.is(OpClass::kMiddle) && !info.is(OpClass::kLast));
+}
+
+// What pass 1 learns of each PSN space.
+struct SpaceInfo {
+  wire::IpAddr req_addr, resp_addr;
+  uint32_t resp_qpn = 0;
+  std::optional<uint32_t> req_qpn;
+  wire::Transport transport = wire::Transport::kRC;
+  uint64_t requests = 0, responses = 0;
+  uint32_t mtu_seen = 0, max_payload = 0;
+  std::set<uint32_t> refused;  // request PSNs the responder NAKed (invalid request, access, operational)
+
+  std::string name() const {
+    return req_addr.to_string() + (req_qpn ? " qp " + qpn_text(*req_qpn) : std::string()) + " -> " +
+           resp_addr.to_string() + " qp " + qpn_text(resp_qpn);
+  }
+  bool connected_to(const SpaceInfo& o) const {
+    return req_addr == o.resp_addr && resp_addr == o.req_addr && req_qpn && *req_qpn == o.resp_qpn &&
+           (!o.req_qpn || *o.req_qpn == resp_qpn);
+  }
+};
+
+// The bytes of one R_Key whose content the capture determines (written by
+// its WRITEs): merged intervals [start, end).
+class Known {
+ public:
+  void add(uint64_t a, uint64_t n) {
+    if (n == 0) return;
+    uint64_t b = a + n;
+    auto it = m_.upper_bound(a);
+    if (it != m_.begin() && std::prev(it)->second >= a) --it;
+    while (it != m_.end() && it->first <= b) {
+      a = std::min(a, it->first);
+      b = std::max(b, it->second);
+      it = m_.erase(it);
+    }
+    if (m_.size() < 65536) m_[a] = b;
+  }
+  bool covers(uint64_t a, uint64_t n) const {
+    if (n == 0) return true;
+    auto it = m_.upper_bound(a);
+    if (it == m_.begin()) return false;
+    --it;
+    return it->first <= a && it->second >= a + n;
+  }
+
+ private:
+  std::map<uint64_t, uint64_t> m_;
+};
+
+struct LiveMr {
+  uint64_t lo = UINT64_MAX, hi = 0;  // the VA range the capture's RETHs use
+  std::vector<std::byte> mem;        // the live MR
+  emu::Mr* mr = nullptr;
+  // What the capture's WRITEs (and atomics) put in the original responder's
+  // memory, and which bytes of it they determine.
+  std::vector<std::byte> shadow;
+  Known known;
+  std::byte* at(uint64_t va, uint64_t n) {
+    return va >= lo && va - lo <= shadow.size() && n <= shadow.size() - (va - lo) ? shadow.data() + (va - lo) : nullptr;
+  }
+};
+
+// A READ or atomic request sent, until the capture's answer is judged.
+struct Pending {
+  uint32_t rkey = 0;
+  uint64_t va = 0;
+  uint32_t len = 0, npk = 1;
+  bool known = false;  // its bytes were determined when it was sent
+  bool cmp_swap = false, applied = false;
+  uint64_t compare = 0, swap_add = 0;
+};
+
+constexpr uint32_t kBogusRkey = 0xFFFFFFFF;  // names no live MR
+constexpr int64_t kWindow = 1 << 16;         // PSNs judged this far behind the newest request
+constexpr uint32_t kRecvSlots = 1024;
+
+uint32_t round_mtu(uint32_t n) {
+  for (uint32_t m : {256u, 512u, 1024u, 2048u, 4096u})
+    if (n <= m) return m;
+  return 4096;
+}
+
+}  // namespace
+
+ReplayResult replay_capture(const ReplayOptions& o) {
+  ReplayResult r;
+  auto fail = [&](std::string why) {
+    r.status = 2;
+    r.error = std::move(why);
+    return r;
+  };
+  if (!(o.speed > 0) || !std::isfinite(o.speed)) return fail("--speed must be a positive number");
+  if (o.mtu != 0 && o.mtu != round_mtu(o.mtu)) return fail("--mtu must be 256, 512, 1024, 2048 or 4096");
+
+  // Pass 1: the PSN spaces (src/trace pairs responses with their requests).
+  std::vector<SpaceInfo> spaces;
+  {
+    trace::Analyzer an(trace::CheckOptions{o.mtu, 1});
+    std::string src, dst;
+    const ReadPass p1 = for_each_packet(o.capture, [&](uint64_t no, Nanos t, const wire::DecodedFrame& d) {
+      src = d.ip.info.src.to_string();
+      dst = d.ip.info.dst.to_string();
+      trace::TracePacket tp;
+      tp.number = no;
+      tp.time = t;
+      tp.src = src;
+      tp.dst = dst;
+      tp.tclass = d.ip.info.tclass;
+      tp.packet = &d.roce;
+      tp.icrc_ok = d.icrc_ok();
+      const int si = an.add(tp);
+      if (si < 0) return;
+      if (spaces.size() <= static_cast<size_t>(si)) spaces.resize(static_cast<size_t>(si) + 1);
+      SpaceInfo& s = spaces[static_cast<size_t>(si)];
+      const wire::RoceHeaders& h = d.roce.hdr;
+      const wire::OpInfo& info = h.info();
+      const auto len = static_cast<uint32_t>(d.roce.payload.size());
+      if ((info.is(OpClass::kFirst) && !info.is(OpClass::kLast)) || info.is(OpClass::kMiddle))
+        s.mtu_seen = std::max(s.mtu_seen, len);
+      s.max_payload = std::max(s.max_payload, len);
+      if (info.is(OpClass::kRequest)) {
+        if (s.requests++ == 0) {
+          s.req_addr = d.ip.info.src;
+          s.resp_addr = d.ip.info.dst;
+          s.resp_qpn = h.bth.dest_qpn.value();
+          s.transport = info.transport;
+        }
+      } else {
+        ++s.responses;
+        s.req_qpn = h.bth.dest_qpn.value();
+        if (info.carries(wire::Hdr::kAeth) && h.aeth.kind() == wire::AckKind::kNak &&
+            h.aeth.value5() != static_cast<uint8_t>(wire::NakCode::kPsnSeqError) && s.refused.size() < 65536)
+          s.refused.insert(h.bth.psn.value());
+      }
+    });
+    if (!p1.ok) return fail("cannot read as a capture: " + p1.error);
+    r.frames = p1.frames;
+    r.packets = p1.packets;
+    r.damaged = p1.damaged;
+  }
+
+  // Which connection.
+  std::vector<size_t> cand;
+  for (size_t i = 0; i < spaces.size(); ++i)
+    if (spaces[i].requests && (spaces[i].transport == wire::Transport::kRC || spaces[i].transport == wire::Transport::kUC))
+      cand.push_back(i);
+  auto choice_text = [&](size_t i) {
+    const SpaceInfo& s = spaces[i];
+    return "--qp " + (s.req_qpn ? qpn_text(*s.req_qpn) : qpn_text(s.resp_qpn)) + "  " + s.name() + "  " +
+           std::string(wire::to_string(s.transport)) + ", " + std::to_string(s.requests) + " requests";
+  };
+  if (cand.empty()) return fail("no RC or UC connection with requests in this capture");
+  size_t pick = cand.front();
+  if (o.qp) {
+    std::vector<size_t> by_req, by_resp;
+    for (size_t i : cand) {
+      if (spaces[i].req_qpn && *spaces[i].req_qpn == *o.qp) by_req.push_back(i);
+      if (spaces[i].resp_qpn == *o.qp) by_resp.push_back(i);
+    }
+    const std::vector<size_t>& m = by_req.empty() ? by_resp : by_req;
+    if (m.size() != 1) {
+      for (size_t i : m.empty() ? cand : m) r.choices.push_back(choice_text(i));
+      return fail(m.empty() ? "no connection has QP " + qpn_text(*o.qp)
+                            : "several connections have QP " + qpn_text(*o.qp));
+    }
+    pick = m.front();
+  } else {
+    // One connection: its direction with the most requests.
+    for (size_t i : cand)
+      if (i != pick && !spaces[i].connected_to(spaces[pick]) && !spaces[pick].connected_to(spaces[i])) {
+        for (size_t j : cand) r.choices.push_back(choice_text(j));
+        return fail("the capture holds several connections: choose one with --qp");
+      }
+    for (size_t i : cand)
+      if (spaces[i].requests > spaces[pick].requests) pick = i;
+  }
+  const SpaceInfo sp = spaces[pick];
+  for (size_t i : cand)
+    if (i != pick && (sp.connected_to(spaces[i]) || spaces[i].connected_to(sp)))
+      r.other_direction = choice_text(i);
+  spaces.clear();
+  r.connection = sp.name();
+  r.transport = std::string(wire::to_string(sp.transport));
+  const bool rc = sp.transport == wire::Transport::kRC;
+  auto is_request = [&](const wire::DecodedFrame& d) {
+    return d.roce.hdr.info().is(OpClass::kRequest) && d.ip.info.src == sp.req_addr && d.ip.info.dst == sp.resp_addr &&
+           d.roce.hdr.bth.dest_qpn.value() == sp.resp_qpn && d.roce.hdr.info().transport == sp.transport;
+  };
+  auto is_response = [&](const wire::DecodedFrame& d) {
+    return rc && sp.req_qpn && d.roce.hdr.info().is(OpClass::kResponse) && d.ip.info.src == sp.resp_addr &&
+           d.ip.info.dst == sp.req_addr && d.roce.hdr.bth.dest_qpn.value() == *sp.req_qpn;
+  };
+  r.mtu = o.mtu ? o.mtu : sp.mtu_seen ? round_mtu(sp.mtu_seen) : std::max<uint32_t>(1024, round_mtu(sp.max_payload));
+
+  // Pass 2: what the responder needs: MRs from the RETHs (of requests it did
+  // not refuse), receive buffers for SENDs and WRITEs with immediate.
+  std::map<uint32_t, LiveMr> mrs;
+  bool started = false;
+  uint32_t start_psn = 0;
+  uint64_t recv_needed = 0, send_len = 0, max_send = 0;
+  {
+    const ReadPass p2 = for_each_packet(o.capture, [&](uint64_t, Nanos, const wire::DecodedFrame& d) {
+      if (!is_request(d)) return;
+      const wire::RoceHeaders& h = d.roce.hdr;
+      const wire::OpInfo& info = h.info();
+      if (!started) {
+        if (!starts_message(info)) return;
+        started = true;
+        start_psn = h.bth.psn.value();
+      }
+      const bool refused = sp.refused.count(h.bth.psn.value()) != 0;
+      if (!refused && info.carries(wire::Hdr::kReth) && h.reth.dma_len != 0) {
+        LiveMr& m = mrs[h.reth.rkey];
+        m.lo = std::min(m.lo, h.reth.va & ~uint64_t{7});
+        m.hi = std::max(m.hi, h.reth.va + h.reth.dma_len);
+      }
+      if (!refused && info.carries(wire::Hdr::kAtomicEth)) {
+        LiveMr& m = mrs[h.atomic_eth.rkey];
+        m.lo = std::min(m.lo, h.atomic_eth.va & ~uint64_t{7});
+        m.hi = std::max(m.hi, h.atomic_eth.va + 8);
+      }
+      if (info.is(OpClass::kSend)) {
+        if (info.is(OpClass::kFirst)) send_len = 0;
+        send_len += d.roce.payload.size();
+        if (info.is(OpClass::kLast)) {
+          ++recv_needed;
+          max_send = std::max(max_send, send_len);
+        }
+      } else if (info.is(OpClass::kWrite) && info.is(OpClass::kImm) && info.is(OpClass::kLast)) {
+        ++recv_needed;
+      }
+    });
+    if (!p2.ok) return fail("cannot read as a capture: " + p2.error);
+  }
+  if (!started) return fail("connection " + r.connection + ": no request starts a message (First or Only)");
+  r.start_psn = start_psn;
+  uint64_t total = 0;
+  for (auto& [rkey, m] : mrs) {
+    if (m.hi <= m.lo) m.hi = m.lo + 8;
+    const uint64_t n = m.hi - m.lo;
+    if (2 * n > o.max_memory || total + 2 * n > o.max_memory) {  // the MR and its shadow
+      char b[160];
+      std::snprintf(b, sizeof b, "the RETHs of R_Key 0x%08x span %llu bytes (VA 0x%llx..0x%llx): over --max-memory %llu",
+                    rkey, static_cast<unsigned long long>(n), static_cast<unsigned long long>(m.lo),
+                    static_cast<unsigned long long>(m.hi), static_cast<unsigned long long>(o.max_memory));
+      return fail(b);
+    }
+    total += 2 * n;
+  }
+
+  // The live responder on a simulated fabric: the capture's addresses when
+  // they are two different IP addresses of one family.
+  wire::IpAddr req_ip = sp.req_addr, resp_ip = sp.resp_addr;
+  if (req_ip == resp_ip || req_ip.v6 != resp_ip.v6) {
+    req_ip = wire::IpAddr::v4(10, 0, 0, 1);
+    resp_ip = wire::IpAddr::v4(10, 0, 0, 2);
+  }
+  // (Declared in this order: the device goes first, then the fabric, then the writer.)
+  std::optional<wire::PcapWriter> writer;
+  std::unique_ptr<emu::PcapTap> tap;
+  if (!o.pcap.empty()) {
+    std::string detail;
+    auto w = wire::PcapWriter::open(o.pcap, wire::PcapWriter::Options{}, &detail);
+    if (!w) return fail(o.pcap + ": " + (detail.empty() ? w.error().message() : detail));
+    writer.emplace(std::move(*w));
+    tap = std::make_unique<emu::PcapTap>(*writer, emu::PcapTap::Dirs::kBoth);
+  }
+  emu::SimFabric fabric;
+  auto port = fabric.attach(req_ip);
+  auto resp_port = fabric.attach(resp_ip);
+  if (!port || !resp_port) return fail("cannot attach to the simulated fabric");
+  emu::DeviceConfig cfg;
+  cfg.name = "replay0";
+  cfg.active_mtu = emu::Mtu::k4096;
+  cfg.helper_thread = false;
+  cfg.tap = tap.get();
+  auto dev_r = emu::Device::create(std::move(resp_port), cfg);
+  if (!dev_r) return fail("cannot create the live responder: " + dev_r.error().message());
+  std::unique_ptr<emu::Device> dev = std::move(*dev_r);
+  auto must = [&](bool ok, const char* what) {
+    if (!ok) r.error = std::string("live responder: ") + what;
+    return ok;
+  };
+  auto pd = dev->alloc_pd();
+  if (!must(bool(pd), "alloc_pd")) return fail(r.error);
+  auto cq = dev->create_cq(4096, nullptr, 0);
+  if (!must(bool(cq), "create_cq")) return fail(r.error);
+  const unsigned remote = emu::access::kLocalWrite | emu::access::kRemoteWrite | emu::access::kRemoteRead |
+                          emu::access::kRemoteAtomic;
+  for (auto& [rkey, m] : mrs) {
+    m.mem.assign(m.hi - m.lo, std::byte{0});
+    m.shadow.assign(m.hi - m.lo, std::byte{0});
+    auto mr = dev->reg_mr(*pd, m.mem.data(), m.mem.size(), m.lo, remote);
+    if (!mr) return fail("live responder: reg_mr of " + std::to_string(m.mem.size()) + " bytes: " + mr.error().message());
+    m.mr = *mr;
+    r.mr_bytes += m.mem.size();
+  }
+  r.mrs = mrs.size();
+  // Receive buffers: a ring of slots, each reposted as soon as it completes.
+  const uint64_t slot_len = std::max<uint64_t>(max_send, 1);
+  const uint32_t slots = static_cast<uint32_t>(
+      std::clamp<uint64_t>(std::min<uint64_t>(recv_needed, (64ull << 20) / slot_len), 1, kRecvSlots));
+  std::vector<std::byte> recv_mem(slots * slot_len);
+  auto recv_mr = dev->reg_mr(*pd, recv_mem.data(), recv_mem.size(), reinterpret_cast<uintptr_t>(recv_mem.data()),
+                             emu::access::kLocalWrite);
+  if (!recv_mr) return fail("live responder: reg_mr (receive buffers): " + recv_mr.error().message());
+  emu::QpInitAttr qa;
+  qa.send_cq = *cq;
+  qa.recv_cq = *cq;
+  qa.qp_type = rc ? emu::QpType::kRC : emu::QpType::kUC;
+  qa.cap.max_send_wr = 16;
+  qa.cap.max_recv_wr = slots;
+  qa.cap.max_send_sge = 1;
+  qa.cap.max_recv_sge = 1;
+  auto qp_r = dev->create_qp(*pd, qa);
+  if (!qp_r) return fail("live responder: create_qp: " + qp_r.error().message());
+  emu::Qp& qp = **qp_r;
+  r.live_qpn = qp.qp_num();
+  emu::ConnectOptions co;
+  emu::mtu_from_bytes(r.mtu, &co.path_mtu);
+  co.max_rd_atomic = static_cast<uint8_t>(std::min<uint32_t>(dev->query_device().max_qp_rd_atom, 255));
+  co.min_rnr_timer = 1;
+  co.access = emu::access::kRemoteWrite | emu::access::kRemoteRead | emu::access::kRemoteAtomic;
+  const uint32_t live_start = 0;  // live PSN = PSN relative to the start
+  const uint32_t req_qpn = sp.req_qpn.value_or(0x11);
+  if (auto ec = emu::qp_to_init(qp, co)) return fail("live responder: to INIT: " + ec.message());
+  if (auto ec = emu::qp_to_rtr(qp, req_ip.gid(), req_qpn, live_start, co))
+    return fail("live responder: to RTR: " + ec.message() + " " + qp.last_refusal());
+  if (auto ec = emu::qp_to_rts(qp, 0, co)) return fail("live responder: to RTS: " + ec.message());
+  auto post_recv = [&](uint32_t i) {
+    emu::Sge sge{reinterpret_cast<uintptr_t>(recv_mem.data()) + i * slot_len, static_cast<uint32_t>(slot_len),
+                 (*recv_mr)->lkey()};
+    emu::RecvWr wr;
+    wr.wr_id = i;
+    wr.sg_list = std::span<const emu::Sge>(&sge, 1);
+    size_t n = 0;
+    if (!qp.post_recv(std::span<const emu::RecvWr>(&wr, 1), &n)) ++r.receives;
+  };
+  for (uint32_t i = 0; i < slots; ++i) post_recv(i);
+
+  // Pass 3: the replay.
+  Comparer cmp(o, r);
+  int64_t cap_ref_rel = 0, live_ref_rel = 0;  // the newest request, to place responses
+  uint32_t cap_ref_psn = start_psn, live_ref_psn = live_start;
+  bool any_sent = false;
+  int64_t max_rel = -1;
+  std::array<emu::Wc, 64> wcs;
+  auto on_live = [&](const emu::Datagram& dg) {
+    auto p = wire::parse_roce(dg.payload);
+    if (!p || !p->hdr.info().is(OpClass::kResponse) || !any_sent) return;
+    const int64_t rel = live_ref_rel + Psn(p->hdr.bth.psn).distance(Psn(live_ref_psn));
+    cmp.on_response(false, rel, *p, 0);
+  };
+  auto step = [&]() -> size_t {
+    size_t moved = dev->progress();
+    moved += port->poll(on_live, 256);
+    const int n = (*cq)->poll(wcs);
+    for (int i = 0; i < n; ++i)
+      if (wcs[static_cast<size_t>(i)].status == emu::WcStatus::kSuccess)
+        post_recv(static_cast<uint32_t>(wcs[static_cast<size_t>(i)].wr_id));
+    return moved + static_cast<size_t>(n);
+  };
+  // Everything due up to `until` (drain: until nothing is in flight).
+  auto pump = [&](Nanos until, bool drain) {
+    for (int guard = 0; guard < 1 << 22; ++guard) {
+      if (step() != 0) continue;
+      if (drain) {
+        if (fabric.in_flight() == 0) return;
+        fabric.advance(Nanos::max());
+        continue;
+      }
+      if (fabric.next_event() > until) {
+        if (until > fabric.now()) fabric.advance(until);
+        return;
+      }
+      fabric.advance(until);
+    }
+  };
+  const Nanos vt0 = fabric.now();
+  std::optional<Nanos> t0;
+  std::vector<std::byte> frame(wire::kMaxFrameLen);
+  struct WriteMsg {
+    bool open = false;
+    int64_t start = 0;
+    uint32_t rkey = 0;
+    uint64_t va = 0;
+  } wmsg;
+  // READs and atomics sent, by PSN, until their answers are behind the window.
+  std::map<int64_t, Pending> pending;
+  // Is the capture's READ data or atomic original value at rel what the
+  // capture's own WRITEs left in that memory? (An atomic's effect is applied
+  // to the shadow here.)
+  auto determined = [&](int64_t rel, const wire::RocePacket& p) -> bool {
+    const wire::OpInfo& info = p.hdr.info();
+    if (!info.is(OpClass::kRead) && !info.is(OpClass::kAtomic)) return false;
+    auto it = pending.upper_bound(rel);
+    if (it == pending.begin()) return false;
+    --it;
+    Pending& q = it->second;
+    auto m = mrs.find(q.rkey);
+    if (m == mrs.end()) return false;
+    if (info.is(OpClass::kAtomic)) {
+      if (it->first != rel) return false;
+      std::byte* b = m->second.at(q.va, 8);
+      if (!b) return false;
+      uint64_t v;
+      std::memcpy(&v, b, 8);
+      if (q.applied || !q.known || v != p.hdr.atomic_ack_eth.orig) return false;
+      const uint64_t orig = p.hdr.atomic_ack_eth.orig;  // applied once (a duplicate ACK repeats it)
+      v = q.cmp_swap ? (orig == q.compare ? q.swap_add : orig) : orig + q.swap_add;
+      std::memcpy(b, &v, 8);
+      q.applied = true;
+      return true;
+    }
+    if (rel >= it->first + static_cast<int64_t>(q.npk) || !q.known) return false;
+    const uint64_t off = static_cast<uint64_t>(rel - it->first) * r.mtu;
+    const std::byte* b = m->second.at(q.va + off, p.payload.size());
+    return b && std::memcmp(b, p.payload.data(), p.payload.size()) == 0;
+  };
+  const auto wall0 = std::chrono::steady_clock::now();
+  bool seen_start = false;
+  const ReadPass p3 = for_each_packet(o.capture, [&](uint64_t no, Nanos t, const wire::DecodedFrame& d) {
+    if (o.progress && (no & 4095) == 0) o.progress(no, r.frames);
+    if (is_response(d)) {
+      if (!seen_start) return;
+      const int64_t rel = cap_ref_rel + Psn(d.roce.hdr.bth.psn).distance(Psn(cap_ref_psn));
+      cmp.on_response(true, rel, d.roce, no, determined(rel, d.roce));
+      return;
+    }
+    if (!is_request(d)) return;
+    const wire::RoceHeaders& h0 = d.roce.hdr;
+    const wire::OpInfo& info = h0.info();
+    if (!seen_start) {
+      if (h0.bth.psn.value() != start_psn || !starts_message(info)) {
+        ++r.requests_skipped;
+        return;
+      }
+      seen_start = true;
+    }
+    const int64_t rel = cap_ref_rel + Psn(h0.bth.psn).distance(Psn(cap_ref_psn));
+    if (rel < 0) {
+      ++r.requests_skipped;
+      return;
+    }
+    cap_ref_rel = rel;
+    cap_ref_psn = h0.bth.psn.value();
+    // When to send it.
+    if (!t0) t0 = t;
+    if (o.as_fast_as_possible) {
+      pump(fabric.now(), true);
+    } else {
+      const double gap = static_cast<double>(std::max<int64_t>(0, (t - *t0).count())) / o.speed;
+      pump(vt0 + Nanos(static_cast<int64_t>(std::min(gap, 9.0e18))), false);
+    }
+    // Remapped: QPN, PSN, P_Key, R_Keys; the VAs stay (each MR sits at the
+    // capture's I/O virtual addresses).
+    wire::RoceHeaders h = h0;
+    h.bth.dest_qpn = wire::Qpn(r.live_qpn);
+    h.bth.psn = Psn(live_start + static_cast<uint32_t>(rel));
+    h.bth.pkey = wire::kDefaultPkey;
+    const bool refused = sp.refused.count(h0.bth.psn.value()) != 0;
+    auto remap = [&](uint32_t rkey) {
+      auto it = mrs.find(rkey);
+      return it == mrs.end() ? kBogusRkey : it->second.mr->rkey();
+    };
+    if (info.carries(wire::Hdr::kReth)) h.reth.rkey = remap(h0.reth.rkey);
+    if (info.carries(wire::Hdr::kAtomicEth)) h.atomic_eth.rkey = remap(h0.atomic_eth.rkey);
+    // What the capture determines of the responder's memory.
+    const auto len = static_cast<uint32_t>(d.roce.payload.size());
+    if (info.is(OpClass::kWrite)) {
+      if (info.carries(wire::Hdr::kReth)) wmsg = {!refused, rel, h0.reth.rkey, h0.reth.va};
+      if (wmsg.open && rel >= wmsg.start) {
+        auto it = mrs.find(wmsg.rkey);
+        const uint64_t va = wmsg.va + static_cast<uint64_t>(rel - wmsg.start) * r.mtu;
+        std::byte* b = it == mrs.end() ? nullptr : it->second.at(va, len);
+        if (b) {
+          std::memcpy(b, d.roce.payload.data(), len);
+          it->second.known.add(va, len);
+        }
+      }
+      if (info.is(OpClass::kLast)) wmsg.open = false;
+    }
+    cmp.on_request(rel, no, h0.bth.ack_req);
+    if (info.is(OpClass::kRead)) {
+      auto it = mrs.find(h0.reth.rkey);
+      Pending q;
+      q.rkey = h0.reth.rkey;
+      q.va = h0.reth.va;
+      q.len = h0.reth.dma_len;
+      q.npk = std::max<uint32_t>(1, (q.len + r.mtu - 1) / r.mtu);
+      q.known = it != mrs.end() && it->second.known.covers(q.va, q.len);
+      pending[rel] = q;
+      cmp.on_answer_asked(rel + q.npk - 1);
+    } else if (info.is(OpClass::kAtomic)) {
+      auto it = mrs.find(h0.atomic_eth.rkey);
+      Pending q;
+      q.rkey = h0.atomic_eth.rkey;
+      q.va = h0.atomic_eth.va;
+      q.len = 8;
+      q.known = it != mrs.end() && it->second.known.covers(q.va, 8);
+      q.cmp_swap = (h0.bth.opcode & 0x1F) == wire::op::kRcCmpSwap;
+      q.compare = h0.atomic_eth.compare;
+      q.swap_add = h0.atomic_eth.swap_add;
+      if (!pending.count(rel)) pending[rel] = q;  // a retransmission changes nothing
+      cmp.on_answer_asked(rel);
+    }
+    wire::IpUdpInfo ip;
+    ip.src = req_ip;
+    ip.dst = resp_ip;
+    ip.sport = d.ip.info.sport;
+    ip.tclass = d.ip.info.tclass;
+    auto n = wire::build_frame(frame, ip, h, d.roce.payload, false);
+    if (!n) {
+      ++r.requests_skipped;
+      return;
+    }
+    const size_t iph = wire::ip_udp_header_len(ip.dst.v6);
+    emu::Datagram dg{ip, std::span<const std::byte>(frame.data() + iph, *n - iph)};
+    live_ref_rel = rel;
+    live_ref_psn = h.bth.psn.value();
+    any_sent = true;
+    port->send(std::span<const emu::Datagram>(&dg, 1));
+    ++r.requests;
+    max_rel = std::max(max_rel, rel);
+    if (max_rel > kWindow && (max_rel & 255) == 0) {
+      cmp.finalize(max_rel - kWindow);
+      auto keep = pending.lower_bound(max_rel - kWindow);
+      if (keep != pending.begin()) pending.erase(pending.begin(), std::prev(keep));
+    }
+  });
+  pump(fabric.now(), true);
+  cmp.finalize(INT64_MAX);
+  r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  r.virtual_time = fabric.now() - vt0;
+  if (o.progress) o.progress(r.frames, r.frames);
+  if (!p3.ok) return fail("cannot read as a capture: " + p3.error);
+  dev->set_tap(nullptr);
+  if (writer) {
+    if (auto ec = writer->close()) return fail(o.pcap + ": " + ec.message());
+  }
+  r.status = r.behaviour ? 1 : 0;
+  if (!r.damaged.empty()) r.status = 2;
+  return r;
+}
+
+}  // namespace rocelab::replay

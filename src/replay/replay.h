@@ -1,0 +1,91 @@
+// `rocelab replay CAPTURE`: re-enact the requester side of one captured RC or
+// UC connection against a live emulated responder, and compare what comes
+// back with what the capture holds (docs/replay.md, "Replay").
+//
+// The responder is a src/emu Device created here, on a simulated fabric
+// (virtual time, deterministic). Its QP, its MRs (one per R_Key seen, sized
+// from the RETHs and atomic headers of the requests the capture's responder
+// did not refuse) and its receive queue (for SENDs and WRITEs with immediate)
+// are set up from a first look at the capture; then the captured requests are
+// sent to it in capture order, remapped (destination QPN, PSN relative to the
+// first message start, R_Keys; virtual addresses stay, each MR is registered
+// at the I/O virtual address the capture's RETHs use), re-encoded with
+// src/wire, ICRC recomputed. Each response is compared, per PSN relative to
+// the start, with the capture's; differences are classified:
+//   behaviour  the responders disagree on an outcome: a NAK against an ACK, a
+//              response one of them never sent although the request asked for
+//              one, other READ data or atomic original value (where the
+//              capture determines them), another opcode or MSN;
+//   policy     both are allowed: ACK coalescing, credit counts, RNR NAKs
+//              (receive buffers);
+//   network    explained by what the original network did: a PSN sequence
+//              error NAK (the original responder missed a request the
+//              replay delivers), duplicate ACKs for retransmitted requests,
+//              a response the capture lacks (lost, or the capture ends).
+// Three passes over the file, each streamed: which connections there are
+// (src/trace's Analyzer), what the responder needs, the replay. State is per
+// PSN inside a sliding window, not per packet.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rocelab::replay {
+
+using Nanos = std::chrono::nanoseconds;
+
+enum class DiffClass : uint8_t { kBehaviour, kPolicy, kNetwork };
+std::string_view to_string(DiffClass c);
+
+struct Difference {
+  DiffClass cls = DiffClass::kBehaviour;
+  std::string_view kind;   // "nak", "missing_response", "read_data", "ack_coalescing", ... (docs/replay.md)
+  int64_t psn = 0;         // relative to the first message start of the connection
+  uint64_t frame = 0;      // the capture's response at that PSN (else its request); 0: none
+  std::string capture;     // what the capture's responder answered, in words
+  std::string live;        // what the live responder answered
+  std::string text;        // why this is a difference of that class
+};
+
+struct ReplayOptions {
+  std::string capture;
+  std::optional<uint32_t> qp;       // the connection: a QPN of its requester (or of its responder)
+  double speed = 1.0;               // original gaps divided by this (virtual time)
+  bool as_fast_as_possible = false; // each request as soon as the previous one is answered
+  std::string pcap;                 // record the live exchange here (as the responder sees it)
+  uint32_t mtu = 0;                 // 0: learned from the capture
+  uint64_t max_memory = 1ull << 30; // the live MRs together, at most
+  size_t max_listed = 50;           // differences listed per kind (0: all); the rest are counted
+  // Every few thousand frames of the replay pass: frames done, frames in the capture.
+  std::function<void(uint64_t done, uint64_t total)> progress;
+  // Each difference listed, as it is found.
+  std::function<void(const Difference&)> on_difference;
+};
+
+struct ReplayResult {
+  int status = 0;             // 0: no behavioural difference, 1: some, 2: bad file or arguments
+  std::string error;          // status 2: why
+  std::vector<std::string> choices;  // the connections to choose from with --qp (when ambiguous)
+  std::string connection;     // "10.0.0.1 qp 0x000011 -> 10.0.0.2 qp 0x000012"
+  std::string transport;      // "RC", "UC"
+  std::string other_direction;  // the connection's other PSN space, if it has requests: "--qp 0x..."
+  std::string damaged;        // the file ends in a damaged record (replayed up to there)
+  uint64_t frames = 0, packets = 0;  // frames in the file, RoCEv2 packets among them
+  uint64_t requests = 0, requests_skipped = 0;  // sent to the live responder; not (before the first message start)
+  uint64_t captured_responses = 0, live_responses = 0;
+  uint64_t reads_compared = 0, reads_undetermined = 0;    // READ response payloads
+  uint64_t atomics_compared = 0, atomics_undetermined = 0;  // atomic original values
+  uint64_t behaviour = 0, policy = 0, network = 0, not_listed = 0;
+  uint32_t mtu = 0, live_qpn = 0, start_psn = 0;
+  uint64_t mrs = 0, mr_bytes = 0, receives = 0;
+  Nanos virtual_time{0};      // the live exchange's duration on the fabric's clock
+  double wall_seconds = 0;    // the replay pass
+};
+
+ReplayResult replay_capture(const ReplayOptions& o);
+
+}  // namespace rocelab::replay
