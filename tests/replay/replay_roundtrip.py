@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""`rocelab replay` round trips: a `rocelab loopback` run on the simulated
+fabric is captured (at the senders, --pcap-at tx, or where the receivers see
+the packets, --pcap-at rx), with and without seeded faults, and its requester
+side is replayed against a fresh live responder. Judged:
+  * exit 0 and zero behavioural differences in every run;
+  * a run without faults has no difference of any class, and the live
+    responder answered as many times as the capture's;
+  * what was sent: every request of the capture (none skipped), and the live
+    responder answered (RC);
+  * --as-fast-as-possible gives the same differences as the original timing.
+
+Usage: replay_roundtrip.py ROCELAB
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+rocelab = sys.argv[1]
+tmp = tempfile.mkdtemp()
+failures = []
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    failures.append(msg)
+
+
+def replay(pcap, extra=()):
+    r = subprocess.run([rocelab, "replay", "--json", "--max-differences", "0", *extra, pcap],
+                       capture_output=True, text=True)
+    objs = [json.loads(l) for l in r.stdout.splitlines() if l.strip()]
+    res = [o for o in objs if o["type"] == "result"]
+    return r.returncode, [o for o in objs if o["type"] == "difference"], res[0] if res else None, r.stderr
+
+
+def case(name, args, at, clean=False):
+    pcap = os.path.join(tmp, name + ".pcap")
+    lo = subprocess.run([rocelab, "loopback", "--transport", "sim", "--pcap", pcap, "--pcap-at", at] + args,
+                        capture_output=True, text=True)
+    if lo.returncode != 0:
+        fail(f"{name}: loopback exited {lo.returncode}: {lo.stdout[-300:]}{lo.stderr[-300:]}")
+        return
+    rc, diffs, res, err = replay(pcap)
+    if res is None:
+        fail(f"{name}: no result (exit {rc}): {err}")
+        return
+    beh = [d for d in diffs if d["class"] == "behaviour"]
+    if rc != 0 or beh or res["behaviour"] != 0:
+        fail(f"{name}: exit {rc}, {res['behaviour']} behavioural differences: "
+             + "; ".join(f"PSN+{d['psn']} {d['kind']}: capture {d['capture']} | live {d['live']}" for d in beh[:5]))
+    if res["requests"] == 0 or res["requests_skipped"] != 0:
+        fail(f"{name}: {res['requests']} requests sent, {res['requests_skipped']} skipped")
+    rc_qp = "--qp-type" not in args or args[args.index("--qp-type") + 1] == "rc"
+    if rc_qp and res["live_responses"] == 0:
+        fail(f"{name}: the live responder never answered")
+    if clean:
+        if diffs or res["policy"] or res["network"]:
+            fail(f"{name}: a run without faults has differences: {diffs[:3]}")
+        if res["live_responses"] != res["captured_responses"]:
+            fail(f"{name}: {res['captured_responses']} responses captured, {res['live_responses']} live")
+    rc2, diffs2, res2, _ = replay(pcap, ["--as-fast-as-possible"])
+    if rc2 != rc or res2 is None or (res2["behaviour"], res2["policy"], res2["network"]) != (
+            res["behaviour"], res["policy"], res["network"]):
+        fail(f"{name}: --as-fast-as-possible differs: exit {rc2}, {res2 and (res2['behaviour'], res2['policy'], res2['network'])}"
+             f" against {(res['behaviour'], res['policy'], res['network'])}")
+    print(f"ok {name}: {res['requests']} requests, {res['captured_responses']} responses captured, "
+          f"{res['live_responses']} live; differences: {res['policy']} policy, {res['network']} network")
+
+
+rc_all = ["--qp-type", "rc", "--op", "all", "--count", "60", "--retry-forever"]
+for at in ("tx", "rx"):
+    case(f"clean-{at}", rc_all, at, clean=True)
+    case(f"clean-big-{at}", ["--qp-type", "rc", "--op", "all", "--size", "10000", "--count", "20"], at, clean=True)
+    case(f"loss-{at}", rc_all + ["--loss", "0.05", "--seed", "3"], at)
+    case(f"heavy-loss-{at}", rc_all + ["--loss", "0.2", "--seed", "7"], at)
+    case(f"duplicate-{at}", rc_all + ["--duplicate", "0.05", "--seed", "2"], at)
+    case(f"reorder-{at}", rc_all + ["--reorder", "0.05", "--seed", "4"], at)
+    case(f"uc-loss-{at}", ["--qp-type", "uc", "--op", "all", "--size", "4096", "--count", "50", "--loss", "0.05",
+                           "--seed", "3"], at)
+sys.exit(1 if failures else 0)

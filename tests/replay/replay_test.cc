@@ -1,0 +1,394 @@
+// rocelab replay on hand-made captures: each written with src/wire's encoder
+// into a real pcap and replayed by the rocelab binary (`rocelab replay
+// --json`) against its live emulated responder. A consistent exchange gives no
+// behavioural difference and exit 0; a capture whose responder acted
+// otherwise than a correct one would (it accepted a WRITE longer than its
+// RETH, it refused a request inside a region it accepted before, its READ
+// returned other bytes than its WRITEs had put there) gives the expected
+// difference and exit 1; files that are no capture exit 2 with a message.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tests/wire/run_util.h"
+#include "wire/frame.h"
+#include "wire/pcap_reader.h"
+#include "wire/pcap_writer.h"
+
+namespace rocelab::replay::test {
+namespace {
+
+using namespace wire;
+using wire::testutil::quote;
+using wire::testutil::run;
+
+constexpr uint32_t kQpA = 0x11, kQpB = 0x12;  // A's QP (requester) and B's (responder)
+constexpr uint64_t kVa = 0x7f0000001000;
+constexpr uint32_t kRkey = 0x1234;
+
+std::vector<std::byte> bytes(size_t n, uint8_t seed) {
+  std::vector<std::byte> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = std::byte(static_cast<uint8_t>(seed + i * 7));
+  return v;
+}
+
+struct Json {
+  std::map<std::string, std::string> f;
+  std::string operator[](const std::string& k) const {
+    auto it = f.find(k);
+    return it == f.end() ? "" : it->second;
+  }
+};
+
+// Flat JSON objects as `rocelab replay --json` prints them (strings without escapes in the keys used here).
+Json parse(const std::string& line) {
+  Json j;
+  size_t i = 0;
+  while ((i = line.find('"', i)) != std::string::npos) {
+    const size_t ke = line.find('"', i + 1);
+    const std::string key = line.substr(i + 1, ke - i - 1);
+    size_t v = ke + 2;
+    std::string val;
+    if (line[v] == '"') {
+      size_t e = v + 1;
+      while (e < line.size() && !(line[e] == '"' && line[e - 1] != '\\')) ++e;
+      val = line.substr(v + 1, e - v - 1);
+      i = e + 1;
+    } else {
+      size_t e = line.find_first_of(",}", v);
+      val = line.substr(v, e - v);
+      i = e;
+    }
+    j.f[key] = val;
+  }
+  return j;
+}
+
+struct Replayed {
+  int status = -1;
+  std::string err;
+  std::vector<Json> diffs;
+  Json result;
+  std::vector<std::string> kinds(const std::string& cls) const {
+    std::vector<std::string> k;
+    for (const Json& d : diffs)
+      if (d["class"] == cls) k.push_back(d["kind"]);
+    return k;
+  }
+};
+
+class TraceFile {
+ public:
+  explicit TraceFile(const std::string& name) : path_(wire::testutil::temp_path("replay_" + name + ".pcap")) {
+    auto w = PcapWriter::open(path_);
+    EXPECT_TRUE(w);
+    w_.emplace(std::move(*w));
+  }
+  void add(bool from_a, RoceHeaders h, std::span<const std::byte> payload) {
+    IpUdpInfo ip;
+    ip.src = from_a ? IpAddr::v4(10, 0, 0, 1) : IpAddr::v4(10, 0, 0, 2);
+    ip.dst = from_a ? IpAddr::v4(10, 0, 0, 2) : IpAddr::v4(10, 0, 0, 1);
+    ip.sport = 0xC000;
+    h.bth.dest_qpn = Qpn(from_a ? kQpB : kQpA);
+    std::vector<std::byte> frame(kMaxFrameLen);
+    auto n = build_frame(frame, ip, h, payload, true);
+    ASSERT_TRUE(n);
+    frame.resize(*n);
+    t_ += std::chrono::microseconds(5);
+    ASSERT_FALSE(w_->write(t_, frame));
+  }
+  void write(uint32_t psn, uint64_t va, uint32_t reth_len, std::span<const std::byte> payload, uint32_t rkey = kRkey) {
+    RoceHeaders h;
+    h.bth.opcode = op::kRcWriteOnly;
+    h.bth.psn = Psn(psn);
+    h.bth.ack_req = true;
+    h.reth = {va, rkey, reth_len};
+    add(true, h, payload);
+  }
+  void read(uint32_t psn, uint64_t va, uint32_t len) {
+    RoceHeaders h;
+    h.bth.opcode = op::kRcReadRequest;
+    h.bth.psn = Psn(psn);
+    h.bth.ack_req = true;
+    h.reth = {va, kRkey, len};
+    add(true, h, {});
+  }
+  void send(uint32_t psn, size_t len, bool ack_req = true) {
+    RoceHeaders h;
+    h.bth.opcode = op::kRcSendOnly;
+    h.bth.psn = Psn(psn);
+    h.bth.ack_req = ack_req;
+    add(true, h, bytes(len, 1));
+  }
+  void fetch_add(uint32_t psn, uint64_t va, uint64_t add_value) {
+    RoceHeaders h;
+    h.bth.opcode = op::kRcFetchAdd;
+    h.bth.psn = Psn(psn);
+    h.bth.ack_req = true;
+    h.atomic_eth = {va, kRkey, add_value, 0};
+    add(true, h, {});
+  }
+  void ack(uint32_t psn, Aeth a) {
+    RoceHeaders h;
+    h.bth.opcode = op::kRcAck;
+    h.bth.psn = Psn(psn);
+    h.aeth = a;
+    add(false, h, {});
+  }
+  void read_only(uint32_t psn, uint32_t msn, std::span<const std::byte> payload) {
+    RoceHeaders h;
+    h.bth.opcode = op::kRcReadRespOnly;
+    h.bth.psn = Psn(psn);
+    h.aeth = Aeth::ack(msn);
+    add(false, h, payload);
+  }
+  void atomic_ack(uint32_t psn, uint32_t msn, uint64_t orig) {
+    RoceHeaders h;
+    h.bth.opcode = op::kRcAtomicAck;
+    h.bth.psn = Psn(psn);
+    h.aeth = Aeth::ack(msn);
+    h.atomic_ack_eth.orig = orig;
+    add(false, h, {});
+  }
+  void close() { EXPECT_FALSE(w_->close()); }
+  Replayed replay(const std::string& args = "") {
+    close();
+    auto r = run(wire::testutil::kRocelab + " replay --json " + args + " " + quote(path_));
+    Replayed out;
+    out.status = r.status;
+    out.err = r.err;
+    for (const std::string& line : wire::testutil::split(r.out, '\n')) {
+      if (line.empty()) continue;
+      Json j = parse(line);
+      if (j["type"] == "difference") out.diffs.push_back(j);
+      if (j["type"] == "result") out.result = j;
+    }
+    return out;
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::optional<PcapWriter> w_;
+  std::chrono::nanoseconds t_{1'700'000'000'000'000'000};
+};
+
+bool has(const std::vector<std::string>& v, std::string_view k) {
+  for (const auto& x : v)
+    if (x == k) return true;
+  return false;
+}
+
+// WRITE, READ of what it wrote, a SEND, an atomic on written bytes: the live
+// responder answers every PSN as the capture's did, READ data and original
+// value included.
+TEST(Replay, ConsistentExchangeHasNoDifference) {
+  TraceFile t("clean");
+  const auto data = bytes(64, 9);
+  t.write(100, kVa, 64, data);
+  t.ack(100, Aeth::ack(1));
+  t.read(101, kVa, 64);
+  t.read_only(101, 2, data);
+  t.send(102, 16);
+  t.ack(102, Aeth::ack(3));
+  uint64_t v;
+  std::memcpy(&v, data.data() + 8, 8);
+  t.fetch_add(103, kVa + 8, 5);
+  t.atomic_ack(103, 4, v);
+  t.fetch_add(104, kVa + 8, 1);
+  t.atomic_ack(104, 5, v + 5);
+  auto r = t.replay();
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(r.diffs.empty()) << r.diffs.front()["kind"] << ": " << r.diffs.front()["text"];
+  EXPECT_EQ(r.result["requests"], "5");
+  EXPECT_EQ(r.result["captured_responses"], "5");
+  EXPECT_EQ(r.result["live_responses"], "5");
+  EXPECT_EQ(r.result["reads_compared"], "1");
+  EXPECT_EQ(r.result["atomics_compared"], "2");
+  EXPECT_EQ(r.result["behaviour"], "0");
+}
+
+// READ data is judged where the capture determines it: the capture's READ
+// returns what the capture's own WRITEs left there.
+TEST(Replay, ReadDataIsJudgedWhereTheCaptureDeterminesIt) {
+  TraceFile t("readdata");
+  const auto data = bytes(64, 9);
+  t.write(0, kVa, 64, data);
+  t.ack(0, Aeth::ack(1));
+  t.read(1, kVa, 64);
+  t.read_only(1, 2, data);
+  t.read(2, kVa, 64);
+  auto other = data;
+  other[5] = std::byte{0};
+  t.read_only(2, 3, other);  // the application changed it where the capture cannot see: not judged
+  auto r = t.replay();
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.result["reads_compared"], "1");
+  EXPECT_EQ(r.result["reads_undetermined"], "1");
+  EXPECT_TRUE(r.kinds("behaviour").empty());
+}
+
+// The capture's responder executed a retransmitted WRITE again (its new bytes
+// are what the READ returns); a correct responder acknowledges a duplicate
+// without executing it, so its READ returns the first WRITE's bytes.
+TEST(Replay, DifferentReadDataIsABehaviourDifference) {
+  TraceFile t("readdata2");
+  const auto first = bytes(64, 9), second = bytes(64, 77);
+  t.write(0, kVa, 64, first);
+  t.ack(0, Aeth::ack(1));
+  t.write(0, kVa, 64, second);  // the same PSN again, other bytes
+  t.ack(0, Aeth::ack(1));
+  t.read(1, kVa, 64);
+  t.read_only(1, 2, second);
+  auto r = t.replay();
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_EQ(r.kinds("behaviour"), std::vector<std::string>{"read_data"});
+  EXPECT_EQ(r.result["reads_compared"], "1");
+}
+
+// A request with an R_Key the capture's responder refused everywhere is
+// refused live too: no difference.
+TEST(Replay, RefusedByBothIsNoDifference) {
+  TraceFile t("refusedboth");
+  t.write(0, kVa, 64, bytes(64, 1));
+  t.ack(0, Aeth::ack(1));
+  t.write(1, kVa + 64, 64, bytes(64, 2), 0x999);  // an R_Key of no MR
+  t.ack(1, Aeth::nak(1, NakCode::kRemoteAccessError));
+  auto r = t.replay();
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(r.kinds("behaviour").empty()) << r.diffs.front()["text"];
+}
+
+// A WRITE whose payload is longer than its RETH (the MR is sized from the
+// RETH): the capture's responder accepted it, a correct one refuses it.
+TEST(Replay, WriteLongerThanItsRethIsRefusedLive) {
+  TraceFile t("longwrite");
+  t.write(0, kVa, 64, bytes(64, 1));
+  t.ack(0, Aeth::ack(1));
+  t.write(1, kVa, 64, bytes(128, 2));
+  t.ack(1, Aeth::ack(2));
+  auto r = t.replay();
+  EXPECT_EQ(r.status, 1) << r.err;
+  ASSERT_TRUE(has(r.kinds("behaviour"), "nak")) << r.diffs.size();
+  for (const Json& d : r.diffs)
+    if (d["kind"] == "nak") {
+      EXPECT_EQ(d["psn"], "1");
+      EXPECT_NE(d["live"].find("NAK invalid request"), std::string::npos) << d["live"];
+      EXPECT_NE(d["capture"].find("ACK"), std::string::npos) << d["capture"];
+    }
+}
+
+// The original responder NAKed (remote access error) a WRITE inside the
+// region it had accepted a WRITE to just before: the live one accepts it.
+TEST(Replay, RequestTheOriginalResponderRefusedIsAcceptedLive) {
+  TraceFile t("refused");
+  t.write(0, kVa, 4096, bytes(4096, 3));
+  t.ack(0, Aeth::ack(1));
+  t.write(1, kVa + 100, 64, bytes(64, 4));
+  t.ack(1, Aeth::nak(1, NakCode::kRemoteAccessError));
+  auto r = t.replay();
+  EXPECT_EQ(r.status, 1) << r.err;
+  ASSERT_EQ(r.kinds("behaviour").size(), 1u);
+  EXPECT_EQ(r.kinds("behaviour")[0], "nak");
+  EXPECT_NE(r.diffs[0]["capture"].find("remote access error"), std::string::npos) << r.diffs[0]["capture"];
+  EXPECT_NE(r.diffs[0]["live"].find("ACK"), std::string::npos) << r.diffs[0]["live"];
+}
+
+// ACK coalescing is policy: the capture's responder acknowledged a request
+// that did not ask (no AckReq); the live one acknowledges it with the next.
+TEST(Replay, AckCoalescingIsPolicy) {
+  TraceFile t("coalesce");
+  t.send(0, 8, false);
+  t.ack(0, Aeth::ack(1, 7));
+  t.send(1, 8, true);
+  t.ack(1, Aeth::ack(2, 7));
+  auto r = t.replay();
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(has(r.kinds("policy"), "ack_coalescing"));
+  EXPECT_TRUE(has(r.kinds("policy"), "credits"));  // 7 in the capture, 31 live
+  EXPECT_TRUE(r.kinds("behaviour").empty());
+}
+
+// --pcap records the live exchange: every request sent and every response.
+TEST(Replay, PcapRecordsTheLiveExchange) {
+  TraceFile t("pcap");
+  t.write(0, kVa, 64, bytes(64, 1));
+  t.ack(0, Aeth::ack(1));
+  t.send(1, 100);
+  t.ack(1, Aeth::ack(2));
+  const std::string live = wire::testutil::temp_path("replay_live.pcap");
+  auto r = t.replay("--as-fast-as-possible --pcap " + quote(live));
+  EXPECT_EQ(r.status, 0) << r.err;
+  auto rd = PcapReader::open(live);
+  ASSERT_TRUE(rd);
+  std::vector<uint8_t> ops;
+  for (;;) {
+    auto f = rd->next();
+    ASSERT_TRUE(f);
+    if (!f->has_value()) break;
+    auto d = decode_frame(rd->link_type(), (**f).data);
+    ASSERT_TRUE(d);
+    EXPECT_TRUE(d->icrc_ok());
+    ops.push_back(d->roce.hdr.bth.opcode);
+    if (d->roce.hdr.bth.opcode == op::kRcWriteOnly) {
+      EXPECT_EQ(d->roce.hdr.bth.psn.value(), 0u);  // relative PSNs
+    }
+  }
+  EXPECT_EQ(ops, (std::vector<uint8_t>{op::kRcWriteOnly, op::kRcAck, op::kRcSendOnly, op::kRcAck}));
+}
+
+TEST(Replay, BadFilesAndArgumentsExit2) {
+  auto r = run(wire::testutil::kRocelab + " replay /nonexistent/x.pcap");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("cannot read as a capture"), std::string::npos) << r.err;
+  const std::string garbage = wire::testutil::temp_path("replay_garbage.pcap");
+  {
+    std::FILE* f = std::fopen(garbage.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    for (int i = 0; i < 4096; ++i) std::fputc((i * 7919) & 0xFF, f);
+    std::fclose(f);
+  }
+  r = run(wire::testutil::kRocelab + " replay " + quote(garbage));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("cannot read as a capture"), std::string::npos) << r.err;
+  // A capture cut inside its last record: replayed up to there, exit 2.
+  TraceFile t("cut");
+  t.send(0, 8);
+  t.ack(0, Aeth::ack(1));
+  t.send(1, 8);
+  t.ack(1, Aeth::ack(2));
+  t.close();
+  const std::string whole = wire::testutil::slurp(t.path());
+  const std::string cut = wire::testutil::temp_path("replay_cut.pcap");
+  {
+    std::FILE* f = std::fopen(cut.c_str(), "wb");
+    std::fwrite(whole.data(), 1, whole.size() - 5, f);
+    std::fclose(f);
+  }
+  r = run(wire::testutil::kRocelab + " replay " + quote(cut));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("damaged"), std::string::npos) << r.err;
+  r = run(wire::testutil::kRocelab + " replay --qp 0x99 " + quote(t.path()));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("no connection has QP 0x000099"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--qp 0x000011"), std::string::npos) << r.err;  // the choices
+  r = run(wire::testutil::kRocelab + " replay --qp banana " + quote(t.path()));
+  EXPECT_EQ(r.status, 2);
+  r = run(wire::testutil::kRocelab + " replay --speed 0 " + quote(t.path()));
+  EXPECT_EQ(r.status, 2);
+  r = run(wire::testutil::kRocelab + " replay --role responder " + quote(t.path()));
+  EXPECT_EQ(r.status, 2);
+  // A capture with nothing to replay.
+  TraceFile empty("empty");
+  empty.close();
+  r = run(wire::testutil::kRocelab + " replay " + quote(empty.path()));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("no RC or UC connection"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace rocelab::replay::test
