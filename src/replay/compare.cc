@@ -110,6 +110,15 @@ void Comparer::record(Answer& a, int64_t rel, const wire::RocePacket& p, uint64_
 std::string Comparer::describe(const Answer& a, bool covered) const {
   if (!a.any) return covered ? "no response at this PSN (acknowledged by a later one)" : "no response";
   std::string s(wire::op_info(a.opcode).name);
+  // Other opcodes at the same PSN (a READ answered again from another PSN).
+  for (uint8_t bit = 0; bit < 6; ++bit) {
+    const auto op = static_cast<uint8_t>((a.opcode & 0xE0) | (wire::op::kRcReadRespFirst + bit));
+    if ((a.opcodes >> bit & 1) && op != a.opcode) {
+      const std::string_view name = wire::op_info(op).name;
+      const std::string_view common = "RC RDMA READ response ";
+      s += " + " + std::string(name.starts_with(common) && s.starts_with(common) ? name.substr(common.size()) : name);
+    }
+  }
   if (a.nak != 0xFF) {
     s += " NAK " + std::string(wire::to_string(static_cast<wire::NakCode>(a.nak)));
   } else if (a.rnr) {
