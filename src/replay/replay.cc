@@ -15,7 +15,7 @@
 #include "emu/records/pcap_tap.h"
 #include "emu/transport/sim_fabric.h"
 #include "replay/compare.h"
-#include "trace/check.h"
+#include "replay/plan.h"
 #include "wire/aeth.h"
 #include "wire/frame.h"
 #include "wire/pcap_reader.h"
@@ -25,74 +25,12 @@ namespace rocelab::replay {
 
 namespace {
 
-using wire::OpClass;
+using detail::OpClass;
 using wire::Psn;
-
-std::string qpn_text(uint32_t q) {
-  char b[16];
-  std::snprintf(b, sizeof b, "0x%06x", q);
-  return b;
-}
-
-struct ReadPass {
-  bool ok = true;
-  std::string error, damaged;
-  uint64_t frames = 0, packets = 0;
-};
-
-// Streams a capture: f(frame number, time, decoded RoCEv2 frame) for each
-// RoCEv2 packet; other frames are counted and skipped.
-template <class F>
-ReadPass for_each_packet(const std::string& path, F&& f) {
-  ReadPass r;
-  std::string detail;
-  auto reader = wire::PcapReader::open(path, &detail);
-  if (!reader) {
-    r.ok = false;
-    r.error = detail.empty() ? reader.error().message() : detail;
-    return r;
-  }
-  const int link = reader->link_type();
-  for (;;) {
-    auto next = reader->next(&detail);
-    if (!next) {
-      r.damaged = detail.empty() ? next.error().message() : detail;
-      return r;
-    }
-    if (!next->has_value()) return r;
-    ++r.frames;
-    auto d = wire::decode_frame(link, (**next).data);
-    if (!d) continue;
-    ++r.packets;
-    f(r.frames, (**next).ts, *d);
-  }
-}
-
-// A message starts here: First, Only, or a READ or atomic request.
-bool starts_message(const wire::OpInfo& info) {
-  return info.is(OpClass::kFirst) || (!info.is(OpClass::kMiddle) && !info.is(OpClass::kLast));
-}
-
-// What pass 1 learns of each PSN space.
-struct SpaceInfo {
-  wire::IpAddr req_addr, resp_addr;
-  uint32_t resp_qpn = 0;
-  std::optional<uint32_t> req_qpn;
-  wire::Transport transport = wire::Transport::kRC;
-  uint64_t requests = 0, responses = 0;
-  uint32_t mtu_seen = 0, max_payload = 0;
-  std::set<uint32_t> refused;  // request PSNs the responder NAKed (invalid request, access, operational)
-
-  std::string name() const {
-    return req_addr.to_string() + (req_qpn ? " qp " + qpn_text(*req_qpn) : std::string()) + " -> " +
-           resp_addr.to_string() + " qp " + qpn_text(resp_qpn);
-  }
-  bool connected_to(const SpaceInfo& o) const {
-    return req_addr == o.resp_addr && resp_addr == o.req_addr && req_qpn && *req_qpn == o.resp_qpn &&
-           (!o.req_qpn || *o.req_qpn == resp_qpn);
-  }
-};
-
+using detail::ReadPass;
+using detail::for_each_packet;
+using detail::starts_message;
+using detail::round_mtu;
 // The bytes of one R_Key whose content the capture determines (written by
 // its WRITEs): merged intervals [start, end).
 class Known {
@@ -147,13 +85,6 @@ struct Pending {
 constexpr uint32_t kBogusRkey = 0xFFFFFFFF;  // names no live MR
 constexpr int64_t kWindow = 1 << 16;         // PSNs judged this far behind the newest request
 constexpr uint32_t kRecvSlots = 1024;
-
-uint32_t round_mtu(uint32_t n) {
-  for (uint32_t m : {256u, 512u, 1024u, 2048u, 4096u})
-    if (n <= m) return m;
-  return 4096;
-}
-
 }  // namespace
 
 ReplayResult replay_capture(const ReplayOptions& o) {
@@ -166,160 +97,18 @@ ReplayResult replay_capture(const ReplayOptions& o) {
   if (!(o.speed > 0) || !std::isfinite(o.speed)) return fail("--speed must be a positive number");
   if (o.mtu != 0 && o.mtu != round_mtu(o.mtu)) return fail("--mtu must be 256, 512, 1024, 2048 or 4096");
 
-  // Pass 1: the PSN spaces (src/trace pairs responses with their requests).
-  std::vector<SpaceInfo> spaces;
-  {
-    trace::Analyzer an(trace::CheckOptions{o.mtu, 1});
-    std::string src, dst;
-    const ReadPass p1 = for_each_packet(o.capture, [&](uint64_t no, Nanos t, const wire::DecodedFrame& d) {
-      src = d.ip.info.src.to_string();
-      dst = d.ip.info.dst.to_string();
-      trace::TracePacket tp;
-      tp.number = no;
-      tp.time = t;
-      tp.src = src;
-      tp.dst = dst;
-      tp.tclass = d.ip.info.tclass;
-      tp.packet = &d.roce;
-      tp.icrc_ok = d.icrc_ok();
-      const int si = an.add(tp);
-      if (si < 0) return;
-      if (spaces.size() <= static_cast<size_t>(si)) spaces.resize(static_cast<size_t>(si) + 1);
-      SpaceInfo& s = spaces[static_cast<size_t>(si)];
-      const wire::RoceHeaders& h = d.roce.hdr;
-      const wire::OpInfo& info = h.info();
-      const auto len = static_cast<uint32_t>(d.roce.payload.size());
-      if ((info.is(OpClass::kFirst) && !info.is(OpClass::kLast)) || info.is(OpClass::kMiddle))
-        s.mtu_seen = std::max(s.mtu_seen, len);
-      s.max_payload = std::max(s.max_payload, len);
-      if (info.is(OpClass::kRequest)) {
-        if (s.requests++ == 0) {
-          s.req_addr = d.ip.info.src;
-          s.resp_addr = d.ip.info.dst;
-          s.resp_qpn = h.bth.dest_qpn.value();
-          s.transport = info.transport;
-        }
-      } else {
-        ++s.responses;
-        s.req_qpn = h.bth.dest_qpn.value();
-        if (info.carries(wire::Hdr::kAeth) && h.aeth.kind() == wire::AckKind::kNak &&
-            h.aeth.value5() != static_cast<uint8_t>(wire::NakCode::kPsnSeqError) && s.refused.size() < 65536)
-          s.refused.insert(h.bth.psn.value());
-      }
-    });
-    if (!p1.ok) return fail("cannot read as a capture: " + p1.error);
-    r.frames = p1.frames;
-    r.packets = p1.packets;
-    r.damaged = p1.damaged;
-  }
-
-  // Which connection.
-  std::vector<size_t> cand;
-  for (size_t i = 0; i < spaces.size(); ++i)
-    if (spaces[i].requests && (spaces[i].transport == wire::Transport::kRC || spaces[i].transport == wire::Transport::kUC))
-      cand.push_back(i);
-  auto choice_text = [&](size_t i) {
-    const SpaceInfo& s = spaces[i];
-    return "--qp " + (s.req_qpn ? qpn_text(*s.req_qpn) : qpn_text(s.resp_qpn)) + "  " + s.name() + "  " +
-           std::string(wire::to_string(s.transport)) + ", " + std::to_string(s.requests) + " requests";
-  };
-  if (cand.empty()) return fail("no RC or UC connection with requests in this capture");
-  size_t pick = cand.front();
-  if (o.qp) {
-    std::vector<size_t> by_req, by_resp;
-    for (size_t i : cand) {
-      if (spaces[i].req_qpn && *spaces[i].req_qpn == *o.qp) by_req.push_back(i);
-      if (spaces[i].resp_qpn == *o.qp) by_resp.push_back(i);
-    }
-    const std::vector<size_t>& m = by_req.empty() ? by_resp : by_req;
-    if (m.size() != 1) {
-      for (size_t i : m.empty() ? cand : m) r.choices.push_back(choice_text(i));
-      return fail(m.empty() ? "no connection has QP " + qpn_text(*o.qp)
-                            : "several connections have QP " + qpn_text(*o.qp));
-    }
-    pick = m.front();
-  } else {
-    // One connection: its direction with the most requests.
-    for (size_t i : cand)
-      if (i != pick && !spaces[i].connected_to(spaces[pick]) && !spaces[pick].connected_to(spaces[i])) {
-        for (size_t j : cand) r.choices.push_back(choice_text(j));
-        return fail("the capture holds several connections: choose one with --qp");
-      }
-    for (size_t i : cand)
-      if (spaces[i].requests > spaces[pick].requests) pick = i;
-  }
-  const SpaceInfo sp = spaces[pick];
-  for (size_t i : cand)
-    if (i != pick && (sp.connected_to(spaces[i]) || spaces[i].connected_to(sp)))
-      r.other_direction = choice_text(i);
-  spaces.clear();
-  r.connection = sp.name();
-  r.transport = std::string(wire::to_string(sp.transport));
+  detail::Plan plan;
+  if (!detail::make_plan(o, r, plan)) return r;
+  const detail::SpaceInfo& sp = plan.sp;
   const bool rc = sp.transport == wire::Transport::kRC;
-  auto is_request = [&](const wire::DecodedFrame& d) {
-    return d.roce.hdr.info().is(OpClass::kRequest) && d.ip.info.src == sp.req_addr && d.ip.info.dst == sp.resp_addr &&
-           d.roce.hdr.bth.dest_qpn.value() == sp.resp_qpn && d.roce.hdr.info().transport == sp.transport;
-  };
-  auto is_response = [&](const wire::DecodedFrame& d) {
-    return rc && sp.req_qpn && d.roce.hdr.info().is(OpClass::kResponse) && d.ip.info.src == sp.resp_addr &&
-           d.ip.info.dst == sp.req_addr && d.roce.hdr.bth.dest_qpn.value() == *sp.req_qpn;
-  };
-  r.mtu = o.mtu ? o.mtu : sp.mtu_seen ? round_mtu(sp.mtu_seen) : std::max<uint32_t>(1024, round_mtu(sp.max_payload));
-
-  // Pass 2: what the responder needs: MRs from the RETHs (of requests it did
-  // not refuse), receive buffers for SENDs and WRITEs with immediate.
+  auto is_request = [&](const wire::DecodedFrame& d) { return plan.is_request(d); };
+  auto is_response = [&](const wire::DecodedFrame& d) { return plan.is_response(d); };
+  const uint32_t start_psn = plan.start_psn;
+  const uint64_t recv_needed = plan.recv_needed, max_send = plan.max_send;
   std::map<uint32_t, LiveMr> mrs;
-  bool started = false;
-  uint32_t start_psn = 0;
-  uint64_t recv_needed = 0, send_len = 0, max_send = 0;
-  {
-    const ReadPass p2 = for_each_packet(o.capture, [&](uint64_t, Nanos, const wire::DecodedFrame& d) {
-      if (!is_request(d)) return;
-      const wire::RoceHeaders& h = d.roce.hdr;
-      const wire::OpInfo& info = h.info();
-      if (!started) {
-        if (!starts_message(info)) return;
-        started = true;
-        start_psn = h.bth.psn.value();
-      }
-      const bool refused = sp.refused.count(h.bth.psn.value()) != 0;
-      if (!refused && info.carries(wire::Hdr::kReth) && h.reth.dma_len != 0) {
-        LiveMr& m = mrs[h.reth.rkey];
-        m.lo = std::min(m.lo, h.reth.va & ~uint64_t{7});
-        m.hi = std::max(m.hi, h.reth.va + h.reth.dma_len);
-      }
-      if (!refused && info.carries(wire::Hdr::kAtomicEth)) {
-        LiveMr& m = mrs[h.atomic_eth.rkey];
-        m.lo = std::min(m.lo, h.atomic_eth.va & ~uint64_t{7});
-        m.hi = std::max(m.hi, h.atomic_eth.va + 8);
-      }
-      if (info.is(OpClass::kSend)) {
-        if (info.is(OpClass::kFirst)) send_len = 0;
-        send_len += d.roce.payload.size();
-        if (info.is(OpClass::kLast)) {
-          ++recv_needed;
-          max_send = std::max(max_send, send_len);
-        }
-      } else if (info.is(OpClass::kWrite) && info.is(OpClass::kImm) && info.is(OpClass::kLast)) {
-        ++recv_needed;
-      }
-    });
-    if (!p2.ok) return fail("cannot read as a capture: " + p2.error);
-  }
-  if (!started) return fail("connection " + r.connection + ": no request starts a message (First or Only)");
-  r.start_psn = start_psn;
-  uint64_t total = 0;
-  for (auto& [rkey, m] : mrs) {
-    if (m.hi <= m.lo) m.hi = m.lo + 8;
-    const uint64_t n = m.hi - m.lo;
-    if (2 * n > o.max_memory || total + 2 * n > o.max_memory) {  // the MR and its shadow
-      char b[160];
-      std::snprintf(b, sizeof b, "the RETHs of R_Key 0x%08x span %llu bytes (VA 0x%llx..0x%llx): over --max-memory %llu",
-                    rkey, static_cast<unsigned long long>(n), static_cast<unsigned long long>(m.lo),
-                    static_cast<unsigned long long>(m.hi), static_cast<unsigned long long>(o.max_memory));
-      return fail(b);
-    }
-    total += 2 * n;
+  for (const auto& [rkey, g] : plan.regions) {
+    mrs[rkey].lo = g.lo;
+    mrs[rkey].hi = g.hi;
   }
 
   // The live responder on a simulated fabric: the capture's addresses when

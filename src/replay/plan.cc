@@ -1,0 +1,172 @@
+#include "replay/plan.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "trace/check.h"
+#include "wire/aeth.h"
+
+namespace rocelab::replay::detail {
+
+bool make_plan(const ReplayOptions& o, ReplayResult& r, Plan& plan) {
+  auto fail = [&](std::string why) {
+    r.status = 2;
+    r.error = std::move(why);
+    return false;
+  };
+  // Pass 1: the PSN spaces (src/trace pairs responses with their requests).
+  std::vector<SpaceInfo> spaces;
+  {
+    trace::Analyzer an(trace::CheckOptions{o.mtu, 1});
+    std::string src, dst;
+    const ReadPass p1 = for_each_packet(o.capture, [&](uint64_t no, Nanos t, const wire::DecodedFrame& d) {
+      src = d.ip.info.src.to_string();
+      dst = d.ip.info.dst.to_string();
+      trace::TracePacket tp;
+      tp.number = no;
+      tp.time = t;
+      tp.src = src;
+      tp.dst = dst;
+      tp.tclass = d.ip.info.tclass;
+      tp.packet = &d.roce;
+      tp.icrc_ok = d.icrc_ok();
+      const int si = an.add(tp);
+      if (si < 0) return;
+      if (spaces.size() <= static_cast<size_t>(si)) spaces.resize(static_cast<size_t>(si) + 1);
+      SpaceInfo& s = spaces[static_cast<size_t>(si)];
+      const wire::RoceHeaders& h = d.roce.hdr;
+      const wire::OpInfo& info = h.info();
+      const auto len = static_cast<uint32_t>(d.roce.payload.size());
+      if ((info.is(OpClass::kFirst) && !info.is(OpClass::kLast)) || info.is(OpClass::kMiddle))
+        s.mtu_seen = std::max(s.mtu_seen, len);
+      s.max_payload = std::max(s.max_payload, len);
+      if (info.is(OpClass::kRequest)) {
+        if (s.requests++ == 0) {
+          s.req_addr = d.ip.info.src;
+          s.resp_addr = d.ip.info.dst;
+          s.resp_qpn = h.bth.dest_qpn.value();
+          s.transport = info.transport;
+        }
+      } else {
+        ++s.responses;
+        s.req_qpn = h.bth.dest_qpn.value();
+        if (info.carries(wire::Hdr::kAeth) && h.aeth.kind() == wire::AckKind::kNak &&
+            h.aeth.value5() != static_cast<uint8_t>(wire::NakCode::kPsnSeqError) && s.refused.size() < 65536)
+          s.refused.insert(h.bth.psn.value());
+      }
+    });
+    if (!p1.ok) return fail("cannot read as a capture: " + p1.error);
+    r.frames = p1.frames;
+    r.packets = p1.packets;
+    r.damaged = p1.damaged;
+  }
+
+  // Which connection.
+  std::vector<size_t> cand;
+  for (size_t i = 0; i < spaces.size(); ++i)
+    if (spaces[i].requests && (spaces[i].transport == wire::Transport::kRC || spaces[i].transport == wire::Transport::kUC))
+      cand.push_back(i);
+  auto choice_text = [&](size_t i) {
+    const SpaceInfo& s = spaces[i];
+    return "--qp " + (s.req_qpn ? qpn_text(*s.req_qpn) : qpn_text(s.resp_qpn)) + "  " + s.name() + "  " +
+           std::string(wire::to_string(s.transport)) + ", " + std::to_string(s.requests) + " requests";
+  };
+  if (cand.empty()) return fail("no RC or UC connection with requests in this capture");
+  size_t pick = cand.front();
+  if (o.qp) {
+    std::vector<size_t> by_req, by_resp;
+    for (size_t i : cand) {
+      if (spaces[i].req_qpn && *spaces[i].req_qpn == *o.qp) by_req.push_back(i);
+      if (spaces[i].resp_qpn == *o.qp) by_resp.push_back(i);
+    }
+    const std::vector<size_t>& m = by_req.empty() ? by_resp : by_req;
+    if (m.size() != 1) {
+      for (size_t i : m.empty() ? cand : m) r.choices.push_back(choice_text(i));
+      return fail(m.empty() ? "no connection has QP " + qpn_text(*o.qp)
+                            : "several connections have QP " + qpn_text(*o.qp));
+    }
+    pick = m.front();
+  } else {
+    // One connection: its direction with the most requests.
+    for (size_t i : cand)
+      if (i != pick && !spaces[i].connected_to(spaces[pick]) && !spaces[pick].connected_to(spaces[i])) {
+        for (size_t j : cand) r.choices.push_back(choice_text(j));
+        return fail("the capture holds several connections: choose one with --qp");
+      }
+    for (size_t i : cand)
+      if (spaces[i].requests > spaces[pick].requests) pick = i;
+  }
+  plan.sp = spaces[pick];
+  const SpaceInfo& sp = plan.sp;
+  for (size_t i : cand)
+    if (i != pick && (sp.connected_to(spaces[i]) || spaces[i].connected_to(sp)))
+      r.other_direction = choice_text(i);
+  spaces.clear();
+  r.connection = sp.name();
+  r.transport = std::string(wire::to_string(sp.transport));
+  plan.mtu = o.mtu ? o.mtu : sp.mtu_seen ? round_mtu(sp.mtu_seen) : std::max<uint32_t>(1024, round_mtu(sp.max_payload));
+
+  // Pass 2: what the responder needs: MRs from the RETHs (of requests it did
+  // not refuse), receive buffers for SENDs and WRITEs with immediate.
+  auto& mrs = plan.regions;
+  bool started = false;
+  uint32_t& start_psn = plan.start_psn;
+  uint64_t& recv_needed = plan.recv_needed;
+  uint64_t& max_send = plan.max_send;
+  uint64_t send_len = 0;
+  {
+    const ReadPass p2 = for_each_packet(o.capture, [&](uint64_t, Nanos, const wire::DecodedFrame& d) {
+      if (!plan.is_request(d)) return;
+      const wire::RoceHeaders& h = d.roce.hdr;
+      const wire::OpInfo& info = h.info();
+      if (!started) {
+        if (!starts_message(info)) return;
+        started = true;
+        start_psn = h.bth.psn.value();
+      }
+      const bool refused = sp.refused.count(h.bth.psn.value()) != 0;
+      if (!refused && info.carries(wire::Hdr::kReth) && h.reth.dma_len != 0) {
+        Region& m = mrs[h.reth.rkey];
+        m.lo = std::min(m.lo, h.reth.va & ~uint64_t{7});
+        m.hi = std::max(m.hi, h.reth.va + h.reth.dma_len);
+      }
+      if (!refused && info.carries(wire::Hdr::kAtomicEth)) {
+        Region& m = mrs[h.atomic_eth.rkey];
+        m.lo = std::min(m.lo, h.atomic_eth.va & ~uint64_t{7});
+        m.hi = std::max(m.hi, h.atomic_eth.va + 8);
+      }
+      if (info.is(OpClass::kSend)) {
+        if (info.is(OpClass::kFirst)) send_len = 0;
+        send_len += d.roce.payload.size();
+        if (info.is(OpClass::kLast)) {
+          ++recv_needed;
+          max_send = std::max(max_send, send_len);
+        }
+      } else if (info.is(OpClass::kWrite) && info.is(OpClass::kImm) && info.is(OpClass::kLast)) {
+        ++recv_needed;
+      }
+    });
+    if (!p2.ok) return fail("cannot read as a capture: " + p2.error);
+  }
+  if (!started) return fail("connection " + r.connection + ": no request starts a message (First or Only)");
+  r.start_psn = start_psn;
+  r.mtu = plan.mtu;
+  uint64_t total = 0;
+  for (auto& [rkey, m] : mrs) {
+    if (m.hi <= m.lo) m.hi = m.lo + 8;
+    const uint64_t n = m.hi - m.lo;
+    if (2 * n > o.max_memory || total + 2 * n > o.max_memory) {  // the MR and its shadow
+      char b[160];
+      std::snprintf(b, sizeof b, "the RETHs of R_Key 0x%08x span %llu bytes (VA 0x%llx..0x%llx): over --max-memory %llu",
+                    rkey, static_cast<unsigned long long>(n), static_cast<unsigned long long>(m.lo),
+                    static_cast<unsigned long long>(m.hi), static_cast<unsigned long long>(o.max_memory));
+      return fail(b);
+    }
+    total += 2 * n;
+  }
+
+  return true;
+}
+
+}  // namespace rocelab::replay::detail

@@ -1,0 +1,120 @@
+// What `rocelab replay` learns of a capture before it re-enacts anything
+// (replay.h): which connection, what its responder needs (memory regions per
+// R_Key, receives, the path MTU, where the first message starts). Shared by
+// the replay and by --to-scenario. Internal to src/replay.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "replay/replay.h"
+#include "wire/frame.h"
+#include "wire/pcap_reader.h"
+
+namespace rocelab::replay::detail {
+
+using wire::OpClass;
+
+inline std::string qpn_text(uint32_t q) {
+  char b[16];
+  std::snprintf(b, sizeof b, "0x%06x", q);
+  return b;
+}
+
+struct ReadPass {
+  bool ok = true;
+  std::string error, damaged;
+  uint64_t frames = 0, packets = 0;
+};
+
+// Streams a capture: f(frame number, time, decoded RoCEv2 frame) for each
+// RoCEv2 packet; other frames are counted and skipped.
+template <class F>
+inline ReadPass for_each_packet(const std::string& path, F&& f) {
+  ReadPass r;
+  std::string detail;
+  auto reader = wire::PcapReader::open(path, &detail);
+  if (!reader) {
+    r.ok = false;
+    r.error = detail.empty() ? reader.error().message() : detail;
+    return r;
+  }
+  const int link = reader->link_type();
+  for (;;) {
+    auto next = reader->next(&detail);
+    if (!next) {
+      r.damaged = detail.empty() ? next.error().message() : detail;
+      return r;
+    }
+    if (!next->has_value()) return r;
+    ++r.frames;
+    auto d = wire::decode_frame(link, (**next).data);
+    if (!d) continue;
+    ++r.packets;
+    f(r.frames, (**next).ts, *d);
+  }
+}
+
+// A message starts here: First, Only, or a READ or atomic request.
+inline bool starts_message(const wire::OpInfo& info) {
+  return info.is(OpClass::kFirst) || (!info.is(OpClass::kMiddle) && !info.is(OpClass::kLast));
+}
+
+// What pass 1 learns of each PSN space.
+struct SpaceInfo {
+  wire::IpAddr req_addr, resp_addr;
+  uint32_t resp_qpn = 0;
+  std::optional<uint32_t> req_qpn;
+  wire::Transport transport = wire::Transport::kRC;
+  uint64_t requests = 0, responses = 0;
+  uint32_t mtu_seen = 0, max_payload = 0;
+  std::set<uint32_t> refused;  // request PSNs the responder NAKed (invalid request, access, operational)
+
+  std::string name() const {
+    return req_addr.to_string() + (req_qpn ? " qp " + qpn_text(*req_qpn) : std::string()) + " -> " +
+           resp_addr.to_string() + " qp " + qpn_text(resp_qpn);
+  }
+  bool connected_to(const SpaceInfo& o) const {
+    return req_addr == o.resp_addr && resp_addr == o.req_addr && req_qpn && *req_qpn == o.resp_qpn &&
+           (!o.req_qpn || *o.req_qpn == resp_qpn);
+  }
+};
+
+
+// The VA range one R_Key's requests reach.
+struct Region {
+  uint64_t lo = UINT64_MAX, hi = 0;
+};
+
+struct Plan {
+  SpaceInfo sp;                        // the connection's PSN space replayed
+  std::map<uint32_t, Region> regions;  // by the capture's R_Key
+  uint32_t start_psn = 0;              // the first request that starts a message
+  uint32_t mtu = 1024;
+  uint64_t recv_needed = 0, max_send = 0;  // receives (SENDs, WRITEs with Immediate), the largest SEND
+
+  bool is_request(const wire::DecodedFrame& d) const {
+    return d.roce.hdr.info().is(OpClass::kRequest) && d.ip.info.src == sp.req_addr && d.ip.info.dst == sp.resp_addr &&
+           d.roce.hdr.bth.dest_qpn.value() == sp.resp_qpn && d.roce.hdr.info().transport == sp.transport;
+  }
+  bool is_response(const wire::DecodedFrame& d) const {
+    return sp.transport == wire::Transport::kRC && sp.req_qpn && d.roce.hdr.info().is(OpClass::kResponse) &&
+           d.ip.info.src == sp.resp_addr && d.ip.info.dst == sp.req_addr &&
+           d.roce.hdr.bth.dest_qpn.value() == *sp.req_qpn;
+  }
+};
+
+inline uint32_t round_mtu(uint32_t n) {
+  for (uint32_t m : {256u, 512u, 1024u, 2048u, 4096u})
+    if (n <= m) return m;
+  return 4096;
+}
+
+// Passes 1 and 2. False with r.status 2 and r.error when there is nothing to
+// replay (or the file cannot be read); fills r's connection fields.
+bool make_plan(const ReplayOptions& o, ReplayResult& r, Plan& plan);
+
+}  // namespace rocelab::replay::detail
