@@ -21,7 +21,7 @@ namespace {
 using decode::JsonLine;
 
 struct ReplayCmdOptions {
-  std::string capture, role = "requester", qp, pcap;
+  std::string capture, role = "requester", qp, pcap, to_scenario;
   double speed = 1.0;
   bool afap = false, json = false;
   uint32_t mtu = 0;
@@ -73,6 +73,20 @@ int run(const ReplayCmdOptions& c) {
                    static_cast<unsigned long long>(total), s > 0 ? static_cast<double>(done) / s : 0.0);
       drew = true;
     };
+  }
+  if (!c.to_scenario.empty()) {
+    const replay::ReplayResult r = replay::to_scenario(o, c.to_scenario);
+    if (r.status == 2) {
+      std::fprintf(stderr, "rocelab replay: %s: %s\n", c.capture.c_str(), r.error.c_str());
+      for (const std::string& s : r.choices) std::fprintf(stderr, "  %s\n", s.c_str());
+      return 2;
+    }
+    std::printf("%s: %llu work requests of %s (%s) written to %s", c.capture.c_str(),
+                static_cast<unsigned long long>(r.requests), r.connection.c_str(), r.transport.c_str(),
+                c.to_scenario.c_str());
+    if (r.requests_skipped) std::printf(" (the first ones; %llu more left out)", static_cast<unsigned long long>(r.requests_skipped));
+    std::printf("\n  run it: rocelab sim %s\n", c.to_scenario.c_str());
+    return 0;
   }
   bool header = false;
   o.on_difference = [&](const replay::Difference& d) {
@@ -173,6 +187,8 @@ void register_replay(CLI::App& app) {
       ->check(CLI::Range(1e-6, 1e6));
   cmd->add_flag("--as-fast-as-possible", o->afap, "send each request as soon as the previous one is answered");
   cmd->add_option("--pcap", o->pcap, "record the live exchange (as the live responder sees it)");
+  cmd->add_option("--to-scenario", o->to_scenario,
+                  "instead of replaying, write the connection's work requests as a scenario for rocelab sim");
   cmd->add_flag("--json", o->json, "one JSON object per difference and one for the result");
   cmd->add_option("--mtu", o->mtu, "the path MTU (default: learned from the capture)")
       ->check(CLI::IsMember({256u, 512u, 1024u, 2048u, 4096u}));

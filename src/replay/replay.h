@@ -88,4 +88,13 @@ struct ReplayResult {
 
 ReplayResult replay_capture(const ReplayOptions& o);
 
+// --to-scenario: writes the connection's messages (each once: no
+// retransmissions) to path as a scenario for `rocelab sim` (proto/
+// scenario.proto): a requester and a responder node, an MR per R_Key sized as
+// the replay sizes it, a post_recv before each SEND and WRITE with Immediate,
+// a post_send per message (opcode, length, remote MR and offset, immediate,
+// atomic operands), their completions polled every 32. The first 100,000
+// messages; r.requests counts those written, r.requests_skipped the rest.
+ReplayResult to_scenario(const ReplayOptions& o, const std::string& path);
+
 }  // namespace rocelab::replay
