@@ -20,9 +20,19 @@ bool make_plan(const ReplayOptions& o, ReplayResult& r, Plan& plan) {
   {
     trace::Analyzer an(trace::CheckOptions{o.mtu, 1});
     std::string src, dst;
+    wire::IpAddr last_src, last_dst;
+    bool named = false;
     const ReadPass p1 = for_each_packet(o.capture, [&](uint64_t no, Nanos t, const wire::DecodedFrame& d) {
-      src = d.ip.info.src.to_string();
-      dst = d.ip.info.dst.to_string();
+      if (named && d.ip.info.src == last_dst && d.ip.info.dst == last_src) {  // the other way: a response
+        std::swap(last_src, last_dst);
+        std::swap(src, dst);
+      } else if (!named || !(d.ip.info.src == last_src) || !(d.ip.info.dst == last_dst)) {  // names when they change
+        last_src = d.ip.info.src;
+        last_dst = d.ip.info.dst;
+        src = last_src.to_string();
+        dst = last_dst.to_string();
+        named = true;
+      }
       trace::TracePacket tp;
       tp.number = no;
       tp.time = t;
@@ -41,6 +51,7 @@ bool make_plan(const ReplayOptions& o, ReplayResult& r, Plan& plan) {
       if ((info.is(OpClass::kFirst) && !info.is(OpClass::kLast)) || info.is(OpClass::kMiddle))
         s.mtu_seen = std::max(s.mtu_seen, len);
       s.max_payload = std::max(s.max_payload, len);
+      const wire::Psn psn = h.bth.psn;
       if (info.is(OpClass::kRequest)) {
         if (s.requests++ == 0) {
           s.req_addr = d.ip.info.src;
@@ -48,12 +59,59 @@ bool make_plan(const ReplayOptions& o, ReplayResult& r, Plan& plan) {
           s.resp_qpn = h.bth.dest_qpn.value();
           s.transport = info.transport;
         }
+        // What the responder needs: from the first message start on.
+        if (!s.started) {
+          if (!starts_message(info)) return;
+          s.started = true;
+          s.start_psn = s.ref_psn = psn.value();
+        }
+        const int64_t rel = s.ref_rel + psn.distance(wire::Psn(s.ref_psn));
+        s.ref_rel = rel;
+        s.ref_psn = psn.value();
+        SpaceInfo::Use u;
+        bool uses = false;
+        if (info.carries(wire::Hdr::kReth) && h.reth.dma_len != 0) {
+          u = {h.reth.rkey, h.reth.va & ~uint64_t{7}, h.reth.va + h.reth.dma_len};
+          uses = true;
+        } else if (info.carries(wire::Hdr::kAtomicEth)) {
+          u = {h.atomic_eth.rkey, h.atomic_eth.va & ~uint64_t{7}, h.atomic_eth.va + 8};
+          uses = true;
+        }
+        if (uses) {
+          if (info.transport != wire::Transport::kRC) {
+            s.accept(u);  // nobody answers: nothing is refused
+          } else {
+            s.pending[rel] = u;
+            if (s.pending.size() > 65536) s.accept_upto(s.pending.begin()->first);
+          }
+        }
+        if (info.is(OpClass::kSend)) {
+          if (info.is(OpClass::kFirst)) s.send_len = 0;
+          s.send_len += len;
+          if (info.is(OpClass::kLast)) {
+            ++s.recv_needed;
+            s.max_send = std::max(s.max_send, s.send_len);
+          }
+        } else if (info.is(OpClass::kWrite) && info.is(OpClass::kImm) && info.is(OpClass::kLast)) {
+          ++s.recv_needed;
+        }
       } else {
         ++s.responses;
         s.req_qpn = h.bth.dest_qpn.value();
-        if (info.carries(wire::Hdr::kAeth) && h.aeth.kind() == wire::AckKind::kNak &&
-            h.aeth.value5() != static_cast<uint8_t>(wire::NakCode::kPsnSeqError) && s.refused.size() < 65536)
-          s.refused.insert(h.bth.psn.value());
+        if (!info.carries(wire::Hdr::kAeth)) return;
+        const int64_t rel = s.ref_rel + psn.distance(wire::Psn(s.ref_psn));
+        const bool refusal = h.aeth.kind() == wire::AckKind::kNak &&
+                             h.aeth.value5() != static_cast<uint8_t>(wire::NakCode::kPsnSeqError);
+        if (refusal && s.refused.size() < 65536) s.refused.insert(psn.value());
+        if (!s.started) return;
+        if (h.aeth.kind() == wire::AckKind::kAck) {
+          // A READ's First response acknowledges what came before the READ.
+          const bool read_first = info.is(OpClass::kRead) && info.is(OpClass::kFirst) && !info.is(OpClass::kLast);
+          s.accept_upto(read_first ? rel - 1 : rel);
+        } else {
+          s.accept_upto(rel - 1);
+          if (refusal) s.pending.erase(rel);
+        }
       }
     });
     if (!p1.ok) return fail("cannot read as a capture: " + p1.error);
@@ -107,48 +165,15 @@ bool make_plan(const ReplayOptions& o, ReplayResult& r, Plan& plan) {
   r.transport = std::string(wire::to_string(sp.transport));
   plan.mtu = o.mtu ? o.mtu : sp.mtu_seen ? round_mtu(sp.mtu_seen) : std::max<uint32_t>(1024, round_mtu(sp.max_payload));
 
-  // Pass 2: what the responder needs: MRs from the RETHs (of requests it did
-  // not refuse), receive buffers for SENDs and WRITEs with immediate.
+  // What the responder needs (the requests nobody answered count: the capture ended).
+  plan.sp.accept_upto(INT64_MAX);
   auto& mrs = plan.regions;
-  bool started = false;
-  uint32_t& start_psn = plan.start_psn;
-  uint64_t& recv_needed = plan.recv_needed;
-  uint64_t& max_send = plan.max_send;
-  uint64_t send_len = 0;
-  {
-    const ReadPass p2 = for_each_packet(o.capture, [&](uint64_t, Nanos, const wire::DecodedFrame& d) {
-      if (!plan.is_request(d)) return;
-      const wire::RoceHeaders& h = d.roce.hdr;
-      const wire::OpInfo& info = h.info();
-      if (!started) {
-        if (!starts_message(info)) return;
-        started = true;
-        start_psn = h.bth.psn.value();
-      }
-      const bool refused = sp.refused.count(h.bth.psn.value()) != 0;
-      if (!refused && info.carries(wire::Hdr::kReth) && h.reth.dma_len != 0) {
-        Region& m = mrs[h.reth.rkey];
-        m.lo = std::min(m.lo, h.reth.va & ~uint64_t{7});
-        m.hi = std::max(m.hi, h.reth.va + h.reth.dma_len);
-      }
-      if (!refused && info.carries(wire::Hdr::kAtomicEth)) {
-        Region& m = mrs[h.atomic_eth.rkey];
-        m.lo = std::min(m.lo, h.atomic_eth.va & ~uint64_t{7});
-        m.hi = std::max(m.hi, h.atomic_eth.va + 8);
-      }
-      if (info.is(OpClass::kSend)) {
-        if (info.is(OpClass::kFirst)) send_len = 0;
-        send_len += d.roce.payload.size();
-        if (info.is(OpClass::kLast)) {
-          ++recv_needed;
-          max_send = std::max(max_send, send_len);
-        }
-      } else if (info.is(OpClass::kWrite) && info.is(OpClass::kImm) && info.is(OpClass::kLast)) {
-        ++recv_needed;
-      }
-    });
-    if (!p2.ok) return fail("cannot read as a capture: " + p2.error);
-  }
+  mrs = plan.sp.regions;
+  const bool started = sp.started;
+  const uint32_t start_psn = sp.start_psn;
+  plan.start_psn = sp.start_psn;
+  plan.recv_needed = sp.recv_needed;
+  plan.max_send = sp.max_send;
   if (!started) return fail("connection " + r.connection + ": no request starts a message (First or Only)");
   r.start_psn = start_psn;
   r.mtu = plan.mtu;

@@ -3,6 +3,7 @@
 // R_Key, receives, the path MTU, where the first message starts). Shared by
 // the replay and by --to-scenario. Internal to src/replay.
 #pragma once
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -51,7 +52,7 @@ inline ReadPass for_each_packet(const std::string& path, F&& f) {
     }
     if (!next->has_value()) return r;
     ++r.frames;
-    auto d = wire::decode_frame(link, (**next).data);
+    auto d = wire::decode_frame(link, (**next).data, false);  // the ICRC is not judged here
     if (!d) continue;
     ++r.packets;
     f(r.frames, (**next).ts, *d);
@@ -63,6 +64,11 @@ inline bool starts_message(const wire::OpInfo& info) {
   return info.is(OpClass::kFirst) || (!info.is(OpClass::kMiddle) && !info.is(OpClass::kLast));
 }
 
+// The VA range one R_Key's requests reach.
+struct Region {
+  uint64_t lo = UINT64_MAX, hi = 0;
+};
+
 // What pass 1 learns of each PSN space.
 struct SpaceInfo {
   wire::IpAddr req_addr, resp_addr;
@@ -72,6 +78,31 @@ struct SpaceInfo {
   uint64_t requests = 0, responses = 0;
   uint32_t mtu_seen = 0, max_payload = 0;
   std::set<uint32_t> refused;  // request PSNs the responder NAKed (invalid request, access, operational)
+  // What its responder needs, from the first request that starts a message on.
+  bool started = false;
+  uint32_t start_psn = 0;
+  int64_t ref_rel = 0;   // the newest request, relative to start_psn
+  uint32_t ref_psn = 0;
+  struct Use {
+    uint32_t rkey = 0;
+    uint64_t lo = 0, hi = 0;
+  };
+  // The memory requests reach, by PSN, until the responder accepts them (an
+  // ACK covers them: into regions) or refuses them (a NAK names them: gone).
+  std::map<int64_t, Use> pending;
+  std::map<uint32_t, Region> regions;  // by R_Key
+  uint64_t recv_needed = 0, max_send = 0, send_len = 0;
+
+  void accept(const Use& u) {
+    Region& g = regions[u.rkey];
+    g.lo = std::min(g.lo, u.lo);
+    g.hi = std::max(g.hi, u.hi);
+  }
+  void accept_upto(int64_t rel) {  // every pending request at or before rel
+    auto end = pending.upper_bound(rel);
+    for (auto it = pending.begin(); it != end; ++it) accept(it->second);
+    pending.erase(pending.begin(), end);
+  }
 
   std::string name() const {
     return req_addr.to_string() + (req_qpn ? " qp " + qpn_text(*req_qpn) : std::string()) + " -> " +
@@ -83,11 +114,6 @@ struct SpaceInfo {
   }
 };
 
-
-// The VA range one R_Key's requests reach.
-struct Region {
-  uint64_t lo = UINT64_MAX, hi = 0;
-};
 
 struct Plan {
   SpaceInfo sp;                        // the connection's PSN space replayed

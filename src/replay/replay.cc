@@ -128,7 +128,9 @@ ReplayResult replay_capture(const ReplayOptions& o) {
     writer.emplace(std::move(*w));
     tap = std::make_unique<emu::PcapTap>(*writer, emu::PcapTap::Dirs::kBoth);
   }
-  emu::SimFabric fabric;
+  // No propagation delay: the capture's own gaps are the timing (--speed),
+  // and a request's answer is there at the next poll.
+  emu::SimFabric fabric(emu::SimFabricConfig{Nanos(0), 0, Nanos(0)});
   auto port = fabric.attach(req_ip);
   auto resp_port = fabric.attach(resp_ip);
   if (!port || !resp_port) return fail("cannot attach to the simulated fabric");
@@ -217,7 +219,7 @@ ReplayResult replay_capture(const ReplayOptions& o) {
   auto step = [&]() -> size_t {
     size_t moved = dev->progress();
     moved += port->poll(on_live, 256);
-    const int n = (*cq)->poll(wcs);
+    const int n = recv_needed ? (*cq)->poll(wcs) : 0;  // receives complete only for SENDs and WRITEs with Immediate
     for (int i = 0; i < n; ++i)
       if (wcs[static_cast<size_t>(i)].status == emu::WcStatus::kSuccess)
         post_recv(static_cast<uint32_t>(wcs[static_cast<size_t>(i)].wr_id));

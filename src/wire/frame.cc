@@ -68,7 +68,7 @@ Result<std::span<const std::byte>> ip_from_link(int link_type, std::span<const s
   return WireErrc::kUnsupportedLinkType;
 }
 
-Result<DecodedFrame> decode_frame(int link_type, std::span<const std::byte> frame) {
+Result<DecodedFrame> decode_frame(int link_type, std::span<const std::byte> frame, bool icrc) {
   auto ip = ip_from_link(link_type, frame);
   if (!ip) {
     // A link header too short to say what it carries is not identifiably RoCE.
@@ -85,7 +85,7 @@ Result<DecodedFrame> decode_frame(int link_type, std::span<const std::byte> fram
   auto roce = parse_roce(ipu->udp_payload);
   if (!roce) return roce.error();
   DecodedFrame d{*ipu, *roce, 0};
-  d.icrc_computed = compute_icrc(ipu->ip_packet, ipu->info.ip_header_len);
+  d.icrc_computed = icrc ? compute_icrc(ipu->ip_packet, ipu->info.ip_header_len) : roce->icrc;
   return d;
 }
 

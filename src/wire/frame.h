@@ -38,8 +38,9 @@ Result<std::span<const std::byte>> ip_from_link(int link_type, std::span<const s
 // Decodes a frame: kNotRoce when it is not UDP to port 4791 (or is not IP at all,
 // or too damaged or snapped to tell); IP/UDP errors when it shows UDP port 4791
 // but its headers are inconsistent or cut; transport errors from parse_roce. The ICRC is computed, not judged:
-// check icrc_ok().
-Result<DecodedFrame> decode_frame(int link_type, std::span<const std::byte> frame);
+// check icrc_ok(). With compute_icrc false it is not computed either (icrc_computed is the carried
+// ICRC, icrc_ok() true): for readers that do not judge it (rocelab replay), a CRC over each packet less.
+Result<DecodedFrame> decode_frame(int link_type, std::span<const std::byte> frame, bool compute_icrc = true);
 
 // Builds IP + UDP + transport packet + ICRC into out (preceded by a synthesized
 // Ethernet header when with_ethernet). pad_count and the UDP/IP lengths are set
