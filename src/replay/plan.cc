@@ -15,7 +15,8 @@ bool make_plan(const ReplayOptions& o, ReplayResult& r, Plan& plan) {
     r.error = std::move(why);
     return false;
   };
-  // Pass 1: the PSN spaces (src/trace pairs responses with their requests).
+  // The PSN spaces (src/trace pairs responses with their requests) and what
+  // each one's responder needs.
   std::vector<SpaceInfo> spaces;
   {
     trace::Analyzer an(trace::CheckOptions{o.mtu, 1});

@@ -69,7 +69,7 @@ struct Region {
   uint64_t lo = UINT64_MAX, hi = 0;
 };
 
-// What pass 1 learns of each PSN space.
+// What the first pass learns of each PSN space.
 struct SpaceInfo {
   wire::IpAddr req_addr, resp_addr;
   uint32_t resp_qpn = 0;
@@ -139,7 +139,7 @@ inline uint32_t round_mtu(uint32_t n) {
   return 4096;
 }
 
-// Passes 1 and 2. False with r.status 2 and r.error when there is nothing to
+// The first pass. False with r.status 2 and r.error when there is nothing to
 // replay (or the file cannot be read); fills r's connection fields.
 bool make_plan(const ReplayOptions& o, ReplayResult& r, Plan& plan);
 

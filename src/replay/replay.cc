@@ -203,7 +203,7 @@ ReplayResult replay_capture(const ReplayOptions& o) {
   };
   for (uint32_t i = 0; i < slots; ++i) post_recv(i);
 
-  // Pass 3: the replay.
+  // The second pass: the replay.
   Comparer cmp(o, r);
   int64_t cap_ref_rel = 0, live_ref_rel = 0;  // the newest request, to place responses
   uint32_t cap_ref_psn = start_psn, live_ref_psn = live_start;

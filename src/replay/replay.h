@@ -22,9 +22,9 @@
 //              error NAK (the original responder missed a request the
 //              replay delivers), duplicate ACKs for retransmitted requests,
 //              a response the capture lacks (lost, or the capture ends).
-// Three passes over the file, each streamed: which connections there are
-// (src/trace's Analyzer), what the responder needs, the replay. State is per
-// PSN inside a sliding window, not per packet.
+// Two passes over the file, each streamed: which connections there are
+// (src/trace's Analyzer) and what a responder needs (plan.h), then the
+// replay. State is per PSN inside a sliding window, not per packet.
 #pragma once
 #include <chrono>
 #include <cstdint>
