@@ -60,12 +60,17 @@ int run(const ReplayCmdOptions& c) {
   // A progress line on a terminal, for long captures.
   const bool tty = ::isatty(STDERR_FILENO) == 1;
   auto last = std::chrono::steady_clock::now();
-  const auto begin = last;
-  bool drew = false;
+  auto begin = last;
+  bool drew = false, started = false;
   if (tty) {
     o.progress = [&](uint64_t done, uint64_t total) {
       if (total < 100000) return;
       const auto now = std::chrono::steady_clock::now();
+      if (!started) {  // the rate of the replay pass, from its first frames
+        started = true;
+        begin = now;
+        return;
+      }
       if (done < total && now - last < std::chrono::milliseconds(250)) return;
       last = now;
       const double s = std::chrono::duration<double>(now - begin).count();
