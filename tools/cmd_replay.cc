@@ -21,7 +21,7 @@ namespace {
 using decode::JsonLine;
 
 struct ReplayCmdOptions {
-  std::string capture, role = "requester", qp, pcap, to_scenario;
+  std::string capture, role = "requester", qp, from, pcap, to_scenario;
   double speed = 1.0;
   bool afap = false, json = false;
   uint32_t mtu = 0;
@@ -51,6 +51,7 @@ int run(const ReplayCmdOptions& c) {
     }
     o.qp = static_cast<uint32_t>(v);
   }
+  o.from = c.from;
   o.speed = c.speed;
   o.as_fast_as_possible = c.afap;
   o.pcap = c.pcap;
@@ -188,6 +189,7 @@ void register_replay(CLI::App& app) {
   cmd->add_option("capture", o->capture, "pcap or pcapng file")->required();
   cmd->add_option("--role", o->role, "which side replay plays: requester (default; the live peer is the responder)");
   cmd->add_option("--qp", o->qp, "the connection: the QPN of its requester (or responder), decimal or 0x...");
+  cmd->add_option("--from", o->from, "the connection's requester address (when two hosts use the same --qp)");
   cmd->add_option("--speed", o->speed, "send at the capture's gaps divided by X (default 1; virtual time)")
       ->check(CLI::Range(1e-6, 1e6));
   cmd->add_flag("--as-fast-as-possible", o->afap, "send each request as soon as the previous one is answered");

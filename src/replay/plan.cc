@@ -122,16 +122,27 @@ bool make_plan(const ReplayOptions& o, ReplayResult& r, Plan& plan) {
   }
 
   // Which connection.
-  std::vector<size_t> cand;
+  std::vector<size_t> all;
   for (size_t i = 0; i < spaces.size(); ++i)
     if (spaces[i].requests && (spaces[i].transport == wire::Transport::kRC || spaces[i].transport == wire::Transport::kUC))
-      cand.push_back(i);
+      all.push_back(i);
   auto choice_text = [&](size_t i) {
     const SpaceInfo& s = spaces[i];
-    return "--qp " + (s.req_qpn ? qpn_text(*s.req_qpn) : qpn_text(s.resp_qpn)) + "  " + s.name() + "  " +
-           std::string(wire::to_string(s.transport)) + ", " + std::to_string(s.requests) + " requests";
+    const uint32_t q = s.req_qpn.value_or(s.resp_qpn);
+    bool alone = true;  // does the QPN name this space alone?
+    for (size_t j : all)
+      if (j != i && spaces[j].req_qpn.value_or(spaces[j].resp_qpn) == q) alone = false;
+    return "--qp " + qpn_text(q) + (alone ? std::string() : " --from " + s.req_addr.to_string()) + "  " + s.name() +
+           "  " + std::string(wire::to_string(s.transport)) + ", " + std::to_string(s.requests) + " requests";
   };
-  if (cand.empty()) return fail("no RC or UC connection with requests in this capture");
+  if (all.empty()) return fail("no RC or UC connection with requests in this capture");
+  std::vector<size_t> cand;
+  for (size_t i : all)
+    if (o.from.empty() || spaces[i].req_addr.to_string() == o.from) cand.push_back(i);
+  if (cand.empty()) {
+    for (size_t j : all) r.choices.push_back(choice_text(j));
+    return fail("no connection's requester is at " + o.from);
+  }
   size_t pick = cand.front();
   if (o.qp) {
     std::vector<size_t> by_req, by_resp;
@@ -158,7 +169,7 @@ bool make_plan(const ReplayOptions& o, ReplayResult& r, Plan& plan) {
   }
   plan.sp = spaces[pick];
   const SpaceInfo& sp = plan.sp;
-  for (size_t i : cand)
+  for (size_t i : all)
     if (i != pick && (sp.connected_to(spaces[i]) || spaces[i].connected_to(sp)))
       r.other_direction = choice_text(i);
   spaces.clear();

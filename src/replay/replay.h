@@ -54,6 +54,7 @@ struct Difference {
 struct ReplayOptions {
   std::string capture;
   std::optional<uint32_t> qp;       // the connection: a QPN of its requester (or of its responder)
+  std::string from;                 // and its requester's address (when two hosts use the same QPN)
   double speed = 1.0;               // original gaps divided by this (virtual time)
   bool as_fast_as_possible = false; // each request as soon as the previous one is answered
   std::string pcap;                 // record the live exchange here (as the responder sees it)
