@@ -142,14 +142,10 @@ ReplayResult replay_capture(const ReplayOptions& o) {
   auto dev_r = emu::Device::create(std::move(resp_port), cfg);
   if (!dev_r) return fail("cannot create the live responder: " + dev_r.error().message());
   std::unique_ptr<emu::Device> dev = std::move(*dev_r);
-  auto must = [&](bool ok, const char* what) {
-    if (!ok) r.error = std::string("live responder: ") + what;
-    return ok;
-  };
   auto pd = dev->alloc_pd();
-  if (!must(bool(pd), "alloc_pd")) return fail(r.error);
+  if (!pd) return fail("live responder: alloc_pd: " + pd.error().message());
   auto cq = dev->create_cq(4096, nullptr, 0);
-  if (!must(bool(cq), "create_cq")) return fail(r.error);
+  if (!cq) return fail("live responder: create_cq: " + cq.error().message());
   const unsigned remote = emu::access::kLocalWrite | emu::access::kRemoteWrite | emu::access::kRemoteRead |
                           emu::access::kRemoteAtomic;
   for (auto& [rkey, m] : mrs) {
@@ -208,7 +204,7 @@ ReplayResult replay_capture(const ReplayOptions& o) {
   int64_t cap_ref_rel = 0, live_ref_rel = 0;  // the newest request, to place responses
   uint32_t cap_ref_psn = start_psn, live_ref_psn = live_start;
   bool any_sent = false;
-  int64_t max_rel = -1;
+  int64_t max_rel = -1, next_judged = kWindow + 256;  // PSNs are judged 256 at a time, kWindow behind
   std::array<emu::Wc, 64> wcs;
   auto on_live = [&](const emu::Datagram& dg) {
     auto p = wire::parse_roce(dg.payload);
@@ -387,7 +383,8 @@ ReplayResult replay_capture(const ReplayOptions& o) {
     port->send(std::span<const emu::Datagram>(&dg, 1));
     ++r.requests;
     max_rel = std::max(max_rel, rel);
-    if (max_rel > kWindow && (max_rel & 255) == 0) {
+    if (max_rel >= next_judged) {
+      next_judged = max_rel + 256;
       cmp.finalize(max_rel - kWindow);
       auto keep = pending.lower_bound(max_rel - kWindow);
       if (keep != pending.begin()) pending.erase(pending.begin(), std::prev(keep));
