@@ -159,6 +159,8 @@ ReplayResult replay_capture(const ReplayOptions& o) {
   r.mrs = mrs.size();
   // Receive buffers: a ring of slots, each reposted as soon as it completes.
   const uint64_t slot_len = std::max<uint64_t>(max_send, 1);
+  if (slot_len > o.max_memory || slot_len > (1ull << 31))
+    return fail("a SEND of " + std::to_string(slot_len) + " bytes: over --max-memory (or 2 GiB)");
   const uint32_t slots = static_cast<uint32_t>(
       std::clamp<uint64_t>(std::min<uint64_t>(recv_needed, (64ull << 20) / slot_len), 1, kRecvSlots));
   std::vector<std::byte> recv_mem(slots * slot_len);
