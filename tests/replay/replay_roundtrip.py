@@ -8,7 +8,8 @@ side is replayed against a fresh live responder. Judged:
     responder answered as many times as the capture's;
   * what was sent: every request of the capture (none skipped), and the live
     responder answered (RC);
-  * --as-fast-as-possible gives the same differences as the original timing;
+  * --as-fast-as-possible gives the same differences as the original timing,
+    and --speed 4 takes a quarter of its virtual time;
   * --to-scenario writes a scenario that `rocelab sim` runs to the end, and
     the requests it sends are the capture's, each PSN once, in PSN order,
     opcode by opcode (retransmissions are not work requests); UC: a message
@@ -124,6 +125,11 @@ def case(name, args, at, clean=False):
             res["behaviour"], res["policy"], res["network"]):
         fail(f"{name}: --as-fast-as-possible differs: exit {rc2}, {res2 and (res2['behaviour'], res2['policy'], res2['network'])}"
              f" against {(res['behaviour'], res['policy'], res['network'])}")
+    if clean:  # --speed divides the capture's gaps: the virtual time they take
+        _, _, fast, _ = replay(pcap, ["--speed", "4"])
+        if fast is None or abs(fast["virtual_time_ns"] * 4 - res["virtual_time_ns"]) > 4000:
+            fail(f"{name}: --speed 4 took {fast and fast['virtual_time_ns']} ns of virtual time, "
+                 f"--speed 1 {res['virtual_time_ns']} ns")
     scenario_case(name, pcap, uc=not rc_qp)
     print(f"ok {name}: {res['requests']} requests, {res['captured_responses']} responses captured, "
           f"{res['live_responses']} live; differences: {res['policy']} policy, {res['network']} network")
