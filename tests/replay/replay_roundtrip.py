@@ -15,7 +15,11 @@ side is replayed against a fresh live responder. Judged:
     opcode by opcode (retransmissions are not work requests); UC: a message
     the capture holds only part of is left out.
 
-Usage: replay_roundtrip.py ROCELAB
+  * the captures of the labs (docs/labs, `rocelab sim --pcap`: go-back-N, lost
+    ACKs, RNR, retries exhausted, PSN wrap, UC, atomics), every connection:
+    zero behavioural differences; the RNR lab's RNR NAKs are policy.
+
+Usage: replay_roundtrip.py ROCELAB [LABS_DIR]
 """
 import json
 import os
@@ -145,4 +149,26 @@ for at in ("tx", "rx"):
     case(f"reorder-{at}", rc_all + ["--reorder", "0.05", "--seed", "4"], at)
     case(f"uc-loss-{at}", ["--qp-type", "uc", "--op", "all", "--size", "4096", "--count", "50", "--loss", "0.05",
                            "--seed", "3"], at)
+labs = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file__), "..", "..", "docs", "labs")
+for lab in sorted(f for f in os.listdir(labs) if f.endswith(".textproto")):
+    pcap = os.path.join(tmp, lab + ".pcap")
+    subprocess.run([rocelab, "sim", "-q", "--pcap", pcap, os.path.join(labs, lab)], capture_output=True)
+    if not os.path.exists(pcap):
+        fail(f"{lab}: rocelab sim wrote no capture")
+        continue
+    probe = subprocess.run([rocelab, "replay", pcap], capture_output=True, text=True)
+    picks = [[]]
+    if probe.returncode == 2 and "several connections" in probe.stderr:
+        picks = [l.split()[0:2] for l in (x.strip() for x in probe.stderr.splitlines()) if l.startswith("--qp ")]
+    kinds = set()
+    for pick in picks:
+        rc, diffs, res, err = replay(pcap, pick)
+        if rc != 0 or res is None or res["behaviour"] != 0:
+            fail(f"{lab} {' '.join(pick)}: exit {rc}: {err} "
+                 + "; ".join(f"{d['kind']}: capture {d['capture']} | live {d['live']}" for d in diffs
+                             if d["class"] == "behaviour")[:500])
+        kinds |= {(d["class"], d["kind"]) for d in diffs}
+    if lab.startswith("05-") and ("policy", "rnr_nak") not in kinds:
+        fail(f"{lab}: the RNR NAKs are not reported as policy: {kinds}")
+    print(f"ok lab {lab}: {len(picks)} connection(s), differences {sorted(kinds)}")
 sys.exit(1 if failures else 0)
