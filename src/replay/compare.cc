@@ -215,7 +215,15 @@ void Comparer::judge(int64_t rel, const Slot& s) {
     } else {
       if (c.plain_ack && l.plain_ack && c.credits != l.credits)
         diff(DiffClass::kPolicy, "credits", rel, s, "different end-to-end credit counts in the AETH");
-      if (c.has_msn && l.has_msn && c.msn != l.msn)
+      if (c.has_msn && l.has_msn && !msn_base_) {
+        msn_base_ = true;
+        msn_delta_ = (c.msn - l.msn) & wire::kMask24;
+        if (msn_delta_ != 0)
+          diff(DiffClass::kNetwork, "msn_start", rel, s,
+               "the capture began after " + std::to_string(msn_delta_) +
+                   " messages of this connection had completed: MSNs are compared from here, that far apart");
+      }
+      if (c.has_msn && l.has_msn && ((c.msn - msn_delta_) & wire::kMask24) != l.msn)
         diff(DiffClass::kBehaviour, "msn", rel, s, "different MSNs: the responders count completed messages differently");
       if (c.acks != l.acks)
         diff(DiffClass::kNetwork, "duplicate_acks", rel, s,

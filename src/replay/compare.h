@@ -66,6 +66,10 @@ class Comparer {
   std::map<int64_t, Slot> slots_;
   int64_t cap_acked_ = -1, live_acked_ = -1;  // the highest PSN each side has acknowledged
   int64_t max_ack_req_ = -1;                   // the highest PSN sent with AckReq
+  // MSNs are compared from the first PSN both answered with one: a capture
+  // that begins after N messages has the capture's MSNs N ahead.
+  bool msn_base_ = false;
+  uint32_t msn_delta_ = 0;
   std::map<std::string_view, uint64_t> listed_;
 };
 

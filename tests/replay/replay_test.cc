@@ -313,6 +313,41 @@ TEST(Replay, AckCoalescingIsPolicy) {
   EXPECT_TRUE(r.kinds("behaviour").empty());
 }
 
+// A capture that begins mid-connection: its PSNs and MSNs do not start at the
+// live responder's; both are compared from where the capture begins.
+TEST(Replay, CaptureBeginningMidConnection) {
+  TraceFile t("midway");
+  RoceHeaders mid;  // the end of a SEND whose First is not in the capture: skipped
+  mid.bth.opcode = op::kRcSendLast;
+  mid.bth.psn = Psn(0xFFFFFE);
+  t.add(true, mid, bytes(8, 1));
+  t.send(0xFFFFFF, 8);
+  t.ack(0xFFFFFF, Aeth::ack(57));
+  t.write(0, kVa, 64, bytes(64, 2));
+  t.ack(0, Aeth::ack(58));
+  t.send(1, 8);
+  t.ack(1, Aeth::ack(59));
+  auto r = t.replay();
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.result["requests"], "3");
+  EXPECT_EQ(r.result["requests_skipped"], "1");
+  EXPECT_TRUE(r.kinds("behaviour").empty());
+  EXPECT_EQ(r.kinds("network"), std::vector<std::string>{"msn_start"});
+}
+
+// A responder that counts messages otherwise (its MSN stands still after a
+// WRITE): a behaviour difference.
+TEST(Replay, MsnCountedOtherwiseIsABehaviourDifference) {
+  TraceFile t("msn");
+  t.send(0, 8);
+  t.ack(0, Aeth::ack(1));
+  t.write(1, kVa, 64, bytes(64, 2));
+  t.ack(1, Aeth::ack(1));  // should be 2
+  auto r = t.replay();
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_EQ(r.kinds("behaviour"), std::vector<std::string>{"msn"});
+}
+
 // --pcap records the live exchange: every request sent and every response.
 TEST(Replay, PcapRecordsTheLiveExchange) {
   TraceFile t("pcap");
