@@ -145,9 +145,11 @@ void capture_decode(const fs::path& tmp) {
                           ip, std::span<const std::byte>(reinterpret_cast<const std::byte*>(b.data()), b.size()));
     }
     (void)w->close();
-    // The same captures feed `rocelab check`'s analysis and the ladder.
+    // The same captures feed `rocelab check`'s analysis and the ladder, and `rocelab replay`.
     fs::create_directories(g_out / "trace_capture");
     fs::copy_file(path, g_out / "trace_capture" / c.name, fs::copy_options::overwrite_existing);
+    fs::create_directories(g_out / "replay_capture");
+    fs::copy_file(path, g_out / "replay_capture" / c.name, fs::copy_options::overwrite_existing);
   }
   (void)tmp;
 }

@@ -14,7 +14,8 @@ seconds=${2:?usage: run.sh BUILD SECONDS [TARGET...]}
 shift 2
 here=$(cd "$(dirname "$0")" && pwd)
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(wire_decode capture_decode engine_recv fault_schedule shim_config trace_capture check_sequence)
+[ ${#targets[@]} -gt 0 ] || targets=(wire_decode capture_decode engine_recv fault_schedule shim_config trace_capture check_sequence
+                                  replay_capture)
 mkdir -p "$build/fuzz-artifacts" "$build/fuzz-logs"
 status=0
 printf '%-16s %10s %8s %8s %6s %s\n' target execs exec/s cov corpus result
