@@ -45,6 +45,7 @@ void Comparer::on_request(int64_t rel, uint64_t frame, bool ack_req) {
 void Comparer::on_answer_asked(int64_t last_rel) { max_ack_req_ = std::max(max_ack_req_, last_rel); }
 
 void Comparer::on_response(bool capture, int64_t rel, const wire::RocePacket& p, uint64_t frame, bool determined) {
+  if (rel < 0) return;  // an answer to a request before the first message start: not replayed
   Slot& s = slots_[rel];
   if (capture) {
     ++r_.captured_responses;
