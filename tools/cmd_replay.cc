@@ -6,6 +6,7 @@
 // a capture without a connection to replay.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -57,7 +58,7 @@ int run(const ReplayCmdOptions& c) {
   o.pcap = c.pcap;
   o.mtu = c.mtu;
   o.max_listed = c.max_differences;
-  o.max_memory = c.max_memory_mib << 20;
+  o.max_memory = std::min<uint64_t>(c.max_memory_mib, uint64_t{1} << 40) << 20;
   // A progress line on a terminal, for long captures.
   const bool tty = ::isatty(STDERR_FILENO) == 1;
   auto last = std::chrono::steady_clock::now();
