@@ -64,6 +64,10 @@ echo "== rocelab check judges the ib_write_bw capture against the protocol (docs
 "$bin" check "$out/write_bw.pcap" | tail -6
 echo
 
+echo "== rocelab replay re-sends its WRITEs to a fresh emulated responder and compares the answers"
+"$bin" replay --max-differences 2 "$out/write_bw.pcap" | cut -c1-160
+echo
+
 echo "== rping (rdmacm-utils), unmodified, connects through rdma_cm: CM MADs on the wire"
 # The server needs a known address for the client's rdma_resolve_addr: --ip.
 timeout -k 5 60 "$bin" run --ip 127.0.0.250 --pcap "$out/rping.pcap" -- \
