@@ -165,6 +165,7 @@ void Comparer::judge(int64_t rel, const Slot& s) {
   auto refusal = [](const Answer& a) { return a.nak != 0xFF && a.nak != 0; };
   // A refusal (invalid request, remote access or operational error) is the
   // responder's verdict on the request: both must give the same.
+  if (refusal(l) && live_refused_ < 0) live_refused_ = rel;
   if (refusal(c) || refusal(l)) {
     if (!(refusal(c) && refusal(l) && c.nak == l.nak))
       diff(DiffClass::kBehaviour, "nak", rel, s,
@@ -192,7 +193,11 @@ void Comparer::judge(int64_t rel, const Slot& s) {
       diff(DiffClass::kPolicy, "ack_coalescing", rel, s, "the live responder acknowledged this PSN with a later ACK");
     } else if (max_ack_req_ >= rel) {
       diff(DiffClass::kBehaviour, "missing_response", rel, s,
-           "the live responder never acknowledged this PSN although a request at or after it asked for an answer");
+           live_refused_ >= 0 && live_refused_ < rel
+               ? "the live responder refused PSN+" + std::to_string(live_refused_) +
+                     " and its QP went to the error state: it answers nothing after"
+               : "the live responder never acknowledged this PSN although a request at or after it asked for an "
+                 "answer");
     } else {
       diff(DiffClass::kPolicy, "ack_coalescing", rel, s,
            "no request from here on asked for an ACK (AckReq): the live responder may wait");

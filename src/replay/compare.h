@@ -68,6 +68,7 @@ class Comparer {
   int64_t max_ack_req_ = -1;                   // the highest PSN sent with AckReq
   // MSNs are compared from the first PSN both answered with one: a capture
   // that begins after N messages has the capture's MSNs N ahead.
+  int64_t live_refused_ = -1;  // the first PSN the live responder refused (its QP is in ERR after it)
   bool msn_base_ = false;
   uint32_t msn_delta_ = 0;
   std::map<std::string_view, uint64_t> listed_;

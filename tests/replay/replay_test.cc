@@ -282,6 +282,25 @@ TEST(Replay, WriteLongerThanItsRethIsRefusedLive) {
     }
 }
 
+// After the live responder refused a request its QP is in the error state:
+// what the capture's responder acknowledged later is missing live, and says why.
+TEST(Replay, AfterALiveRefusalNothingIsAnswered) {
+  TraceFile t("afterrefusal");
+  t.write(0, kVa, 64, bytes(64, 1));
+  t.ack(0, Aeth::ack(1));
+  t.write(1, kVa, 64, bytes(128, 2));  // longer than its RETH: refused live
+  t.ack(1, Aeth::ack(2));
+  t.send(2, 8);
+  t.ack(2, Aeth::ack(3));
+  auto r = t.replay();
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_EQ(r.kinds("behaviour"), (std::vector<std::string>{"nak", "missing_response"}));
+  for (const Json& d : r.diffs)
+    if (d["kind"] == "missing_response") {
+      EXPECT_NE(d["text"].find("error state"), std::string::npos) << d["text"];
+    }
+}
+
 // The original responder NAKed (remote access error) a WRITE inside the
 // region it had accepted a WRITE to just before: the live one accepts it.
 TEST(Replay, RequestTheOriginalResponderRefusedIsAcceptedLive) {
