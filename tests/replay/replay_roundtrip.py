@@ -8,6 +8,8 @@ side is replayed against a fresh live responder. Judged:
     responder answered as many times as the capture's;
   * what was sent: every request of the capture (none skipped), and the live
     responder answered (RC);
+  * --pcap records the live exchange: tshark decodes every packet as
+    InfiniBand, requests and answers, the first PSN 0;
   * --as-fast-as-possible gives the same differences as the original timing,
     and --speed 4 takes a quarter of its virtual time;
   * --to-scenario writes a scenario that `rocelab sim` runs to the end, and
@@ -23,6 +25,7 @@ Usage: replay_roundtrip.py ROCELAB [LABS_DIR]
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -129,6 +132,17 @@ def case(name, args, at, clean=False):
             res["behaviour"], res["policy"], res["network"]):
         fail(f"{name}: --as-fast-as-possible differs: exit {rc2}, {res2 and (res2['behaviour'], res2['policy'], res2['network'])}"
              f" against {(res['behaviour'], res['policy'], res['network'])}")
+    if clean and shutil.which("tshark"):  # --pcap, read by tshark
+        live = os.path.join(tmp, name + "-live.pcap")
+        replay(pcap, ["--pcap", live])
+        def tshark(*a):
+            return subprocess.run(["tshark", "-r", live, *a], capture_output=True, text=True).stdout.split()
+        total, undecoded = len(tshark("-T", "fields", "-e", "frame.number")), len(
+            tshark("-Y", "udp.dstport == 4791 && !infiniband", "-T", "fields", "-e", "frame.number"))
+        psns = tshark("-T", "fields", "-e", "infiniband.bth.psn")
+        if total != res["requests"] + res["live_responses"] or undecoded or not psns or psns[0] != "0":
+            fail(f"{name}: --pcap: tshark reads {total} packets ({undecoded} not InfiniBand, first PSN "
+                 f"{psns[:1]}), replay sent {res['requests']} and got {res['live_responses']}")
     if clean:  # --speed divides the capture's gaps: the virtual time they take
         _, _, fast, _ = replay(pcap, ["--speed", "4"])
         if fast is None or abs(fast["virtual_time_ns"] * 4 - res["virtual_time_ns"]) > 4000:
