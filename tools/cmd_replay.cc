@@ -141,7 +141,7 @@ int run(const ReplayCmdOptions& c) {
         .num("frames", r.frames).num("packets", r.packets).num("requests", r.requests)
         .num("requests_skipped", r.requests_skipped).num("captured_responses", r.captured_responses)
         .num("live_responses", r.live_responses).num("reads_compared", r.reads_compared)
-        .num("reads_undetermined", r.reads_undetermined).num("atomics_compared", r.atomics_compared)
+        .num("reads_undetermined", r.reads_undetermined).num("read_bytes_compared", r.read_bytes_compared).num("atomics_compared", r.atomics_compared)
         .num("atomics_undetermined", r.atomics_undetermined).num("behaviour", r.behaviour).num("policy", r.policy)
         .num("network", r.network).num("not_listed", r.not_listed).num("mtu", r.mtu).num("live_qpn", r.live_qpn)
         .num("mrs", r.mrs).num("mr_bytes", r.mr_bytes)
@@ -163,8 +163,9 @@ int run(const ReplayCmdOptions& c) {
     std::printf(", %llu skipped (before the first message start)", static_cast<unsigned long long>(r.requests_skipped));
   std::printf("\n  responses    %llu in the capture, %llu live\n", static_cast<unsigned long long>(r.captured_responses),
               static_cast<unsigned long long>(r.live_responses));
-  std::printf("  READ data    %llu responses compared, %llu not determined by the capture\n",
-              static_cast<unsigned long long>(r.reads_compared), static_cast<unsigned long long>(r.reads_undetermined));
+  std::printf("  READ data    %llu responses compared (%llu bytes the capture determines), %llu not determined\n",
+              static_cast<unsigned long long>(r.reads_compared), static_cast<unsigned long long>(r.read_bytes_compared),
+              static_cast<unsigned long long>(r.reads_undetermined));
   std::printf("  atomics      %llu original values compared, %llu not determined by the capture\n",
               static_cast<unsigned long long>(r.atomics_compared), static_cast<unsigned long long>(r.atomics_undetermined));
   char gaps[64];

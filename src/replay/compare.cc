@@ -44,19 +44,19 @@ void Comparer::on_request(int64_t rel, uint64_t frame, bool ack_req) {
 
 void Comparer::on_answer_asked(int64_t last_rel) { max_ack_req_ = std::max(max_ack_req_, last_rel); }
 
-void Comparer::on_response(bool capture, int64_t rel, const wire::RocePacket& p, uint64_t frame, bool determined) {
+void Comparer::on_response(bool capture, int64_t rel, const wire::RocePacket& p, uint64_t frame, Determined det) {
   if (rel < 0) return;  // an answer to a request before the first message start: not replayed
   Slot& s = slots_[rel];
   if (capture) {
     ++r_.captured_responses;
-    record(s.cap, rel, p, frame, determined, &cap_acked_);
+    record(s.cap, rel, p, frame, det, &cap_acked_);
   } else {
     ++r_.live_responses;
-    record(s.live, rel, p, 0, false, &live_acked_);
+    record(s.live, rel, p, 0, det, &live_acked_);
   }
 }
 
-void Comparer::record(Answer& a, int64_t rel, const wire::RocePacket& p, uint64_t frame, bool determined,
+void Comparer::record(Answer& a, int64_t rel, const wire::RocePacket& p, uint64_t frame, Determined det,
                       int64_t* acked) {
   const wire::OpInfo& info = p.hdr.info();
   if (!a.any) {
@@ -68,7 +68,8 @@ void Comparer::record(Answer& a, int64_t rel, const wire::RocePacket& p, uint64_
   if (bit < 8) a.opcodes |= static_cast<uint8_t>(1u << bit);
   if (info.is(OpClass::kRead) && !a.read) {
     a.read = true;
-    a.determined = determined;
+    a.known_bytes = det.known_bytes;
+    a.match = det.match;
     a.read_len = static_cast<uint32_t>(p.payload.size());
     a.read_hash = fnv1a(p.payload);
   }
@@ -87,7 +88,8 @@ void Comparer::record(Answer& a, int64_t rel, const wire::RocePacket& p, uint64_
       ++a.acks;
       if (info.is(OpClass::kAtomic) && !a.atomic) {
         a.atomic = true;
-        a.determined = determined;
+        a.known_bytes = det.known_bytes;
+        a.match = det.match;
         a.orig = p.hdr.atomic_ack_eth.orig;
       }
       // A READ's First response acknowledges what came before the READ.
@@ -237,17 +239,21 @@ void Comparer::judge(int64_t rel, const Slot& s) {
              "requester sent again");
     }
   }
-  // READ data, where the capture determines it (Answer::determined).
+  // READ data and original values, where the capture determines them
+  // (Answer::known_bytes, match): compared with what the capture's own WRITEs
+  // left there, if the capture's responder returned that.
   if (c.read && l.read) {
     if (c.read_len != l.read_len) {
       diff(DiffClass::kBehaviour, "read_length", rel, s, "READ responses of different lengths");
-    } else if (!c.determined) {
+    } else if (c.known_bytes == 0 || !c.match) {
       ++r_.reads_undetermined;
     } else {
       ++r_.reads_compared;
-      if (c.read_hash != l.read_hash)
+      r_.read_bytes_compared += c.known_bytes;
+      if (!l.match)
         diff(DiffClass::kBehaviour, "read_data", rel, s,
-             "different READ data, although the capture's READ returned what its own WRITEs had put there");
+             "different READ data in the " + std::to_string(c.known_bytes) +
+                 " bytes the capture determines (its own WRITEs put them there, and its responder returned them)");
     }
   } else if (c.read && !l.read && !l_seq && l.nak == 0xFF) {
     diff(DiffClass::kBehaviour, "missing_response", rel, s, "the live responder sent no READ response at this PSN");
@@ -256,13 +262,13 @@ void Comparer::judge(int64_t rel, const Slot& s) {
          "the capture holds no READ response at this PSN: lost on the way back, or the capture ends");
   }
   if (c.atomic && l.atomic) {
-    if (!c.determined) {
+    if (c.known_bytes == 0 || !c.match) {
       ++r_.atomics_undetermined;
     } else {
       ++r_.atomics_compared;
-      if (c.orig != l.orig)
+      if (!l.match)
         diff(DiffClass::kBehaviour, "atomic_value", rel, s,
-             "different original values, although the capture's value is what its own WRITEs and atomics had left there");
+             "a different original value, although the capture's is what its own WRITEs and atomics had left there");
     }
   }
 }

@@ -31,11 +31,20 @@ struct Answer {
   uint64_t read_hash = 0;
   bool atomic = false;       // an ATOMIC Acknowledge (the first)
   uint64_t orig = 0;
-  // The capture's READ data or original value (of the first) is what the
-  // capture's own WRITEs (and atomics) left in that memory: a live responder
-  // must give the same. Otherwise the responder's application changed the
-  // memory where the capture cannot see it, and nothing is judged.
-  bool determined = false;
+  // The READ data or original value (of the first) against what the
+  // capture's own WRITEs (and atomics) left in that memory, where they
+  // determine it: known_bytes of it are determined, and match tells whether
+  // this side returned exactly those bytes. A correct responder must; where
+  // the capture's own responder did not, its application changed the memory
+  // where the capture cannot see, and nothing is judged.
+  uint32_t known_bytes = 0;
+  bool match = false;
+};
+
+// What one side's READ data or atomic value says of the determined memory.
+struct Determined {
+  uint32_t known_bytes = 0;
+  bool match = false;
 };
 
 struct Slot {
@@ -50,13 +59,13 @@ class Comparer {
   // A request sent at rel; a READ or atomic asks for an answer at its last PSN.
   void on_request(int64_t rel, uint64_t frame, bool ack_req);
   void on_answer_asked(int64_t last_rel);
-  // A response of either side, at rel (determined: Answer::determined, capture side).
-  void on_response(bool capture, int64_t rel, const wire::RocePacket& p, uint64_t frame, bool determined = false);
+  // A response of either side, at rel (det: its READ data or atomic value against the determined memory).
+  void on_response(bool capture, int64_t rel, const wire::RocePacket& p, uint64_t frame, Determined det = {});
   // Judges every PSN before `before` (all with INT64_MAX).
   void finalize(int64_t before);
 
  private:
-  void record(Answer& a, int64_t rel, const wire::RocePacket& p, uint64_t frame, bool determined, int64_t* acked);
+  void record(Answer& a, int64_t rel, const wire::RocePacket& p, uint64_t frame, Determined det, int64_t* acked);
   void judge(int64_t rel, const Slot& s);
   void diff(DiffClass c, std::string_view kind, int64_t rel, const Slot& s, std::string text);
   std::string describe(const Answer& a, bool covered) const;

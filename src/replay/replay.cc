@@ -47,6 +47,16 @@ class Known {
     }
     if (m_.size() < 65536) m_[a] = b;
   }
+  // Calls f(start, length) for each known piece of [a, a + n).
+  template <class F>
+  void each_known(uint64_t a, uint64_t n, F&& f) const {
+    auto it = m_.upper_bound(a);
+    if (it != m_.begin()) --it;
+    for (; it != m_.end() && it->first < a + n; ++it) {
+      const uint64_t s = std::max(a, it->first), e = std::min(a + n, it->second);
+      if (s < e) f(s, e - s);
+    }
+  }
   bool covers(uint64_t a, uint64_t n) const {
     if (n == 0) return true;
     auto it = m_.upper_bound(a);
@@ -72,12 +82,13 @@ struct LiveMr {
   }
 };
 
-// A READ or atomic request sent, until the capture's answer is judged.
+// A READ or atomic request sent, until the answers are judged.
 struct Pending {
   uint32_t rkey = 0;
   uint64_t va = 0;
   uint32_t len = 0, npk = 1;
-  bool known = false;  // its bytes were determined when it was sent
+  bool known = false;      // atomic: its 8 bytes were determined when it was sent ...
+  uint64_t before = 0;     // ... and held this
   bool cmp_swap = false, applied = false;
   uint64_t compare = 0, swap_add = 0;
 };
@@ -208,11 +219,47 @@ ReplayResult replay_capture(const ReplayOptions& o) {
   bool any_sent = false;
   int64_t max_rel = -1, next_judged = kWindow + 256;  // PSNs are judged 256 at a time, kWindow behind
   std::array<emu::Wc, 64> wcs;
+  // READs and atomics sent, by PSN, until their answers are behind the window.
+  std::map<int64_t, Pending> pending;
+  // A side's READ data or atomic original value at rel against what the
+  // capture's own WRITEs (and atomics) left in that memory, where they
+  // determine it. The capture's atomic ACK applies the atomic to the shadow.
+  auto determined = [&](bool capture, int64_t rel, const wire::RocePacket& p) -> Determined {
+    Determined det;
+    const wire::OpInfo& info = p.hdr.info();
+    if (!info.is(OpClass::kRead) && !info.is(OpClass::kAtomic)) return det;
+    auto it = pending.upper_bound(rel);
+    if (it == pending.begin()) return det;
+    --it;
+    Pending& q = it->second;
+    auto m = mrs.find(q.rkey);
+    if (m == mrs.end()) return det;
+    if (info.is(OpClass::kAtomic)) {
+      if (it->first != rel || !q.known) return det;
+      const uint64_t orig = p.hdr.atomic_ack_eth.orig;
+      det = {8, orig == q.before};
+      if (capture && det.match && !q.applied) {  // once (a duplicate ACK repeats it)
+        const uint64_t v = q.cmp_swap ? (orig == q.compare ? q.swap_add : orig) : orig + q.swap_add;
+        if (std::byte* b = m->second.at(q.va, 8)) std::memcpy(b, &v, 8);
+        q.applied = true;
+      }
+      return det;
+    }
+    if (rel >= it->first + static_cast<int64_t>(q.npk)) return det;
+    const uint64_t va = q.va + static_cast<uint64_t>(rel - it->first) * r.mtu;
+    det.match = true;
+    m->second.known.each_known(va, p.payload.size(), [&](uint64_t a, uint64_t n) {
+      const std::byte* b = m->second.at(a, n);
+      det.known_bytes += static_cast<uint32_t>(n);
+      if (!b || std::memcmp(b, p.payload.data() + (a - va), n) != 0) det.match = false;
+    });
+    return det;
+  };
   auto on_live = [&](const emu::Datagram& dg) {
     auto p = wire::parse_roce(dg.payload);
     if (!p || !p->hdr.info().is(OpClass::kResponse) || !any_sent) return;
     const int64_t rel = live_ref_rel + Psn(p->hdr.bth.psn).distance(Psn(live_ref_psn));
-    cmp.on_response(false, rel, *p, 0);
+    cmp.on_response(false, rel, *p, 0, determined(false, rel, *p));
   };
   auto step = [&]() -> size_t {
     size_t moved = dev->progress();
@@ -248,38 +295,6 @@ ReplayResult replay_capture(const ReplayOptions& o) {
     uint32_t rkey = 0;
     uint64_t va = 0;
   } wmsg;
-  // READs and atomics sent, by PSN, until their answers are behind the window.
-  std::map<int64_t, Pending> pending;
-  // Is the capture's READ data or atomic original value at rel what the
-  // capture's own WRITEs left in that memory? (An atomic's effect is applied
-  // to the shadow here.)
-  auto determined = [&](int64_t rel, const wire::RocePacket& p) -> bool {
-    const wire::OpInfo& info = p.hdr.info();
-    if (!info.is(OpClass::kRead) && !info.is(OpClass::kAtomic)) return false;
-    auto it = pending.upper_bound(rel);
-    if (it == pending.begin()) return false;
-    --it;
-    Pending& q = it->second;
-    auto m = mrs.find(q.rkey);
-    if (m == mrs.end()) return false;
-    if (info.is(OpClass::kAtomic)) {
-      if (it->first != rel) return false;
-      std::byte* b = m->second.at(q.va, 8);
-      if (!b) return false;
-      uint64_t v;
-      std::memcpy(&v, b, 8);
-      if (q.applied || !q.known || v != p.hdr.atomic_ack_eth.orig) return false;
-      const uint64_t orig = p.hdr.atomic_ack_eth.orig;  // applied once (a duplicate ACK repeats it)
-      v = q.cmp_swap ? (orig == q.compare ? q.swap_add : orig) : orig + q.swap_add;
-      std::memcpy(b, &v, 8);
-      q.applied = true;
-      return true;
-    }
-    if (rel >= it->first + static_cast<int64_t>(q.npk) || !q.known) return false;
-    const uint64_t off = static_cast<uint64_t>(rel - it->first) * r.mtu;
-    const std::byte* b = m->second.at(q.va + off, p.payload.size());
-    return b && std::memcmp(b, p.payload.data(), p.payload.size()) == 0;
-  };
   const auto wall0 = std::chrono::steady_clock::now();
   bool seen_start = false;
   const ReadPass p3 = for_each_packet(o.capture, [&](uint64_t no, Nanos t, const wire::DecodedFrame& d) {
@@ -287,7 +302,7 @@ ReplayResult replay_capture(const ReplayOptions& o) {
     if (is_response(d)) {
       if (!seen_start) return;
       const int64_t rel = cap_ref_rel + Psn(d.roce.hdr.bth.psn).distance(Psn(cap_ref_psn));
-      cmp.on_response(true, rel, d.roce, no, determined(rel, d.roce));
+      cmp.on_response(true, rel, d.roce, no, determined(true, rel, d.roce));
       return;
     }
     if (!is_request(d)) return;
@@ -345,13 +360,11 @@ ReplayResult replay_capture(const ReplayOptions& o) {
     }
     cmp.on_request(rel, no, h0.bth.ack_req);
     if (info.is(OpClass::kRead)) {
-      auto it = mrs.find(h0.reth.rkey);
       Pending q;
       q.rkey = h0.reth.rkey;
       q.va = h0.reth.va;
       q.len = h0.reth.dma_len;
       q.npk = std::max<uint32_t>(1, (q.len + r.mtu - 1) / r.mtu);
-      q.known = it != mrs.end() && it->second.known.covers(q.va, q.len);
       pending[rel] = q;
       cmp.on_answer_asked(rel + q.npk - 1);
     } else if (info.is(OpClass::kAtomic)) {
@@ -360,7 +373,8 @@ ReplayResult replay_capture(const ReplayOptions& o) {
       q.rkey = h0.atomic_eth.rkey;
       q.va = h0.atomic_eth.va;
       q.len = 8;
-      q.known = it != mrs.end() && it->second.known.covers(q.va, 8);
+      q.known = it != mrs.end() && it->second.known.covers(q.va, 8) && it->second.at(q.va, 8);
+      if (q.known) std::memcpy(&q.before, it->second.at(q.va, 8), 8);
       q.cmp_swap = (h0.bth.opcode & 0x1F) == wire::op::kRcCmpSwap;
       q.compare = h0.atomic_eth.compare;
       q.swap_add = h0.atomic_eth.swap_add;

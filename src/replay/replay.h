@@ -79,6 +79,7 @@ struct ReplayResult {
   uint64_t requests = 0, requests_skipped = 0;  // sent to the live responder; not (before the first message start)
   uint64_t captured_responses = 0, live_responses = 0;
   uint64_t reads_compared = 0, reads_undetermined = 0;    // READ response payloads
+  uint64_t read_bytes_compared = 0;                        // the determined bytes among them
   uint64_t atomics_compared = 0, atomics_undetermined = 0;  // atomic original values
   uint64_t behaviour = 0, policy = 0, network = 0, not_listed = 0;
   uint32_t mtu = 0, live_qpn = 0, start_psn = 0;

@@ -208,6 +208,7 @@ TEST(Replay, ConsistentExchangeHasNoDifference) {
   EXPECT_EQ(r.result["captured_responses"], "5");
   EXPECT_EQ(r.result["live_responses"], "5");
   EXPECT_EQ(r.result["reads_compared"], "1");
+  EXPECT_EQ(r.result["read_bytes_compared"], "64");
   EXPECT_EQ(r.result["atomics_compared"], "2");
   EXPECT_EQ(r.result["behaviour"], "0");
 }
@@ -229,6 +230,24 @@ TEST(Replay, ReadDataIsJudgedWhereTheCaptureDeterminesIt) {
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.result["reads_compared"], "1");
   EXPECT_EQ(r.result["reads_undetermined"], "1");
+  EXPECT_TRUE(r.kinds("behaviour").empty());
+}
+
+// A READ of more than the capture's WRITEs wrote: the bytes they wrote are
+// compared, the rest (the application's) are not.
+TEST(Replay, ReadDataIsComparedWhereItIsDeterminedOnly) {
+  TraceFile t("readpart");
+  const auto data = bytes(8, 3);
+  t.write(0, kVa + 16, 8, data);
+  t.ack(0, Aeth::ack(1));
+  t.read(1, kVa, 64);
+  auto seen = bytes(64, 200);  // the application's bytes around what the WRITE put there
+  std::copy(data.begin(), data.end(), seen.begin() + 16);
+  t.read_only(1, 2, seen);
+  auto r = t.replay();
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.result["reads_compared"], "1");
+  EXPECT_EQ(r.result["read_bytes_compared"], "8");
   EXPECT_TRUE(r.kinds("behaviour").empty());
 }
 
