@@ -9,7 +9,9 @@ side is replayed against a fresh live responder. Judged:
   * what was sent: every request of the capture (none skipped), and the live
     responder answered (RC);
   * --pcap records the live exchange: tshark decodes every packet as
-    InfiniBand, requests and answers, the first PSN 0;
+    InfiniBand, requests and answers, the first PSN 0; and replaying that
+    recording gives no difference of any class (replay is its own fixed
+    point), its READ data compared where it reads what its WRITEs wrote;
   * --as-fast-as-possible gives the same differences as the original timing,
     and --speed 4 takes a quarter of its virtual time;
   * --to-scenario writes a scenario that `rocelab sim` runs to the end, and
@@ -143,6 +145,11 @@ def case(name, args, at, clean=False):
         if total != res["requests"] + res["live_responses"] or undecoded or not psns or psns[0] != "0":
             fail(f"{name}: --pcap: tshark reads {total} packets ({undecoded} not InfiniBand, first PSN "
                  f"{psns[:1]}), replay sent {res['requests']} and got {res['live_responses']}")
+    live2 = os.path.join(tmp, name + "-live2.pcap")
+    replay(pcap, ["--pcap", live2])
+    rc3, diffs3, res3, err3 = replay(live2)
+    if rc3 != 0 or res3 is None or diffs3 or res3["policy"] or res3["network"] or res3["behaviour"]:
+        fail(f"{name}: replaying the replay's own recording: exit {rc3}, {diffs3[:3]} {err3}")
     if clean:  # --speed divides the capture's gaps: the virtual time they take
         _, _, fast, _ = replay(pcap, ["--speed", "4"])
         if fast is None or abs(fast["virtual_time_ns"] * 4 - res["virtual_time_ns"]) > 4000:
