@@ -3,7 +3,8 @@
 # `rocelab run` (the server records: run_pair.sh -c): their requester side is
 # replayed against a fresh emulated responder with zero behavioural
 # differences, and the live responder answers. ib_write_bw also with 1 % loss;
-# ib_send_lat's two directions (both QPs are 0x11: --from picks one).
+# ib_send_lat's and ibv_rc_pingpong's two directions (both QPs are 0x11:
+# --from picks one).
 # Skips (77) without perftest.
 # Usage: replay_perftest.sh ROCELAB PORT
 set -u
@@ -42,12 +43,17 @@ run write -- ib_write_bw -n 1000 && judge ib_write_bw "$work/write.pcap"
 run write_loss -r --loss=0.01 -r --seed=7 -- ib_write_bw -n 1000 && judge "ib_write_bw 1 % loss" "$work/write_loss.pcap"
 run read -- ib_read_bw -n 500 && judge ib_read_bw "$work/read.pcap"
 run atomic -- ib_atomic_bw -n 500 && judge ib_atomic_bw "$work/atomic.pcap"
-if run send_lat -- ib_send_lat -n 500; then
-  # Both QPs are 0x11: replay lists the two directions with the --from that picks each.
-  choices=$("$rocelab" replay --qp 0x11 "$work/send_lat.pcap" 2>&1 >/dev/null | grep -o -- '--qp 0x000011 --from [0-9.]*')
-  [ "$(wc -l <<< "$choices")" = 2 ] || fail "ib_send_lat: the two directions are not listed: $choices"
+both_ways() {  # both_ways NAME CAPTURE: both QPs are 0x11; replay lists the two directions with the --from that picks each
+  local name=$1 cap=$2 choices
+  choices=$("$rocelab" replay --qp 0x11 "$cap" 2>&1 >/dev/null | grep -o -- '--qp 0x000011 --from [0-9.]*')
+  [ "$(wc -l <<< "$choices")" = 2 ] || fail "$name: the two directions are not listed: $choices"
   while read -r _ qp _ from; do
-    judge "ib_send_lat (the requests from $from)" "$work/send_lat.pcap" --qp "$qp" --from "$from"
+    judge "$name (the requests from $from)" "$cap" --qp "$qp" --from "$from"
   done <<< "$choices"
+}
+run send_lat -- ib_send_lat -n 500 && both_ways ib_send_lat "$work/send_lat.pcap"
+# rdma-core's ibv_rc_pingpong (ibverbs-utils): SENDs both ways.
+if command -v ibv_rc_pingpong > /dev/null; then
+  run pingpong -- ibv_rc_pingpong -g 0 -n 100 && both_ways ibv_rc_pingpong "$work/pingpong.pcap"
 fi
 exit $((failures > 0))
