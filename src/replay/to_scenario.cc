@@ -266,7 +266,12 @@ ReplayResult to_scenario(const ReplayOptions& o, const std::string& path) {
     r.error = path + ": cannot write";
     return r;
   }
-  r.status = r.damaged.empty() ? 0 : 2;
+  if (!r.damaged.empty()) {
+    r.status = 2;
+    r.error = "damaged capture: " + r.damaged + " (the scenario holds what came before)";
+    return r;
+  }
+  r.status = 0;
   return r;
 }
 

@@ -445,6 +445,9 @@ TEST(Replay, BadFilesAndArgumentsExit2) {
   r = run(wire::testutil::kRocelab + " replay " + quote(cut));
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("damaged"), std::string::npos) << r.err;
+  r = run(wire::testutil::kRocelab + " replay --to-scenario " + quote(cut + ".textproto") + " " + quote(cut));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("damaged"), std::string::npos) << r.err;
   r = run(wire::testutil::kRocelab + " replay --qp 0x99 " + quote(t.path()));
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("no connection has QP 0x000099"), std::string::npos) << r.err;
