@@ -70,10 +70,9 @@ void Device::run_locked(const std::function<void()>& fn) {
   engine_->tx_flush();
 }
 
-std::error_code Device::send_mad_locked(const wire::IpAddr& dst, std::span<const std::byte> mad,
-                                        uint8_t tclass) {
-  if (mad.size() != wire::kMadLen) return errc(EINVAL);
-  Engine& e = *engine_;
+namespace {
+// The IP and UDP headers of a MAD from QP 1 to dst (ID 0 and DF, see transport.h).
+wire::IpUdpInfo gsi_ip(const Device::Engine& e, const wire::IpAddr& dst, uint8_t tclass) {
   wire::IpUdpInfo ip;
   ip.src = e.transport->local_address();
   ip.dst = dst;
@@ -82,6 +81,15 @@ std::error_code Device::send_mad_locked(const wire::IpAddr& dst, std::span<const
   ip.tclass = tclass;
   ip.ip_id = 0;
   ip.df = true;
+  return ip;
+}
+}  // namespace
+
+std::error_code Device::send_mad_locked(const wire::IpAddr& dst, std::span<const std::byte> mad,
+                                        uint8_t tclass) {
+  if (mad.size() != wire::kMadLen) return errc(EINVAL);
+  Engine& e = *engine_;
+  const wire::IpUdpInfo ip = gsi_ip(e, dst, tclass);
   wire::RoceHeaders h = wire::gsi_headers(wire::Psn(e.gsi_psn));
   e.gsi_psn = (e.gsi_psn + 1) & 0xFFFFFF;
   std::byte* frame = e.tx_slot();
@@ -97,14 +105,7 @@ wire::Result<size_t> Device::mad_datagram_locked(const wire::IpAddr& dst, std::s
                                                  uint8_t tclass, std::span<std::byte> out) const {
   if (mad.size() != wire::kMadLen) return errc(EINVAL);
   const Engine& e = *engine_;
-  wire::IpUdpInfo ip;
-  ip.src = e.transport->local_address();
-  ip.dst = dst;
-  ip.sport = e.gsi_sport;
-  ip.dport = wire::kRoceV2Port;
-  ip.tclass = tclass;
-  ip.ip_id = 0;
-  ip.df = true;
+  const wire::IpUdpInfo ip = gsi_ip(e, dst, tclass);
   const size_t iph = wire::ip_udp_header_len(dst.v6);
   const size_t ip_hlen = dst.v6 ? wire::kIpv6HeaderLen : wire::kIpv4HeaderLen;
   if (out.size() < iph + wire::kMaxRoceLen) return errc(EINVAL);
