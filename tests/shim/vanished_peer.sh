@@ -51,8 +51,11 @@ server_ip=127.0.0.1 srv_prefix=() cli_prefix=() srv_opts=(--ip "$net.1") cli_opt
 [ $rdmacm = 1 ] && [ $netns = 0 ] && server_ip=$net.1
 # `rocelab run` (and ip netns exec) exec the program: $! is the server program itself.
 # (-R: --explain, so the rdma_cm shim says on stderr when the server listens.)
-explain=()
+explain=() req2=()
 [ $rdmacm = 1 ] && explain=(--explain)
+# perftest -R connects twice; its second REQ is held back 500 ms so that a late
+# server is listening again (tests/rdmacm/CMakeLists.txt, PERFTEST_REQ2).
+[ $rdmacm = 1 ] && req2=(--drop-schedule=delay:qpn=1:nth=3:delay=500ms)
 "${srv_prefix[@]}" "$rocelab" run "${explain[@]}" "${srv_opts[@]}" -- "$@" -p "$port" >"$work/server.out" 2>&1 &
 srv_pid=$!
 for _ in $(seq 1 400); do
@@ -64,7 +67,7 @@ for _ in $(seq 1 400); do
   kill -0 "$srv_pid" 2>/dev/null || break
   sleep 0.05
 done
-"${cli_prefix[@]}" timeout -k 5 "$limit" "$rocelab" run "${cli_opts[@]}" --pcap "$work/client.pcap" -- \
+"${cli_prefix[@]}" timeout -k 5 "$limit" "$rocelab" run "${cli_opts[@]}" "${req2[@]}" --pcap "$work/client.pcap" -- \
   "$@" -p "$port" "$server_ip" >"$work/client.out" 2>&1 &
 cli_pid=$!
 

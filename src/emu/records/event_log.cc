@@ -172,15 +172,14 @@ std::string format_text(const events::Event& m) {
     case events::Event::PACKET_DROPPED:
       std::snprintf(more, sizeof more, " %s -> qp 0x%06x psn %u len %u%s%s", m.opcode_name().c_str(), m.dest_qpn(),
                     m.psn(), m.length(), m.reason().empty() ? "" : ": ", m.reason().c_str());
-      if (m.mad_class() == 7) {
-        std::string mad = more;
-        std::snprintf(more, sizeof more, ": CM %s tid 0x%016" PRIx64, m.mad_attr().c_str(), m.mad_tid());
-        return s + mad + more;
-      }
-      if (m.mad_class() != 0) {
-        std::string mad = more;
-        std::snprintf(more, sizeof more, ": MAD class 0x%02x tid 0x%016" PRIx64, m.mad_class(), m.mad_tid());
-        return s + mad + more;
+      if (m.mad_class() != 0) {  // QP 1: name the MAD (7: the CM)
+        char mad[128];
+        if (m.mad_class() == 7) {
+          std::snprintf(mad, sizeof mad, ": CM %s tid 0x%016" PRIx64, m.mad_attr().c_str(), m.mad_tid());
+        } else {
+          std::snprintf(mad, sizeof mad, ": MAD class 0x%02x tid 0x%016" PRIx64, m.mad_class(), m.mad_tid());
+        }
+        return s + more + mad;
       }
       break;
     case events::Event::TIMER:
