@@ -149,6 +149,12 @@ std::string_view role_state_name(Role r, uint8_t s) {
   return "?";
 }
 
+uint64_t Counters::dropped(std::string_view reason) const {
+  for (size_t i = 0; i < kDropCauseCount; ++i)
+    if (kDropCauses[i].reason == reason) return drops[i];
+  return 0;
+}
+
 Counters& Counters::operator+=(const Counters& o) {
   sent_pkts += o.sent_pkts; rcvd_pkts += o.rcvd_pkts;
   duplicate_request += o.duplicate_request; out_of_seq_request += o.out_of_seq_request;
@@ -158,6 +164,7 @@ Counters& Counters::operator+=(const Counters& o) {
   ack_deferred += o.ack_deferred; rcvd_icrc_err += o.rcvd_icrc_err;
   icrc_ip_recovered += o.icrc_ip_recovered;
   rcvd_hdr_err += o.rcvd_hdr_err; rdma_sends += o.rdma_sends; rdma_recvs += o.rdma_recvs;
+  for (size_t i = 0; i < kDropCauseCount; ++i) drops[i] += o.drops[i];
   qkey_viol += o.qkey_viol;
   return *this;
 }

@@ -5,7 +5,9 @@
 // never call back into the device.
 #pragma once
 #include <cstddef>
+#include <array>
 #include <cstdint>
+#include <iterator>
 #include <span>
 #include <string_view>
 
@@ -15,6 +17,31 @@
 namespace rocelab::emu {
 
 // Per device and per QP. Names and meanings follow rxe's hw_counters.
+// Why the receive path dropped a packet: the reasons Device::Engine::drop is
+// given (emu/recv.cc, gsi.cc, responder.cc), each with the counter that counts
+// it (drop_*, beside rxe's coarser rcvd_hdr_err / rcvd_icrc_err / qkey_viol).
+struct DropCause {
+  std::string_view reason;  // as in the event log's PACKET_DROPPED and the warnings
+  std::string_view counter;
+};
+inline constexpr DropCause kDropCauses[] = {
+    {"malformed", "drop_malformed"},
+    {"bad ICRC", "drop_bad_icrc"},
+    {"not our address", "drop_not_our_address"},
+    {"P_Key", "drop_pkey"},
+    {"unknown QP", "drop_unknown_qp"},
+    {"QP state", "drop_qp_state"},
+    {"opcode of another transport", "drop_other_transport"},
+    {"source address", "drop_source_address"},
+    {"response for a PSN never sent", "drop_unsent_psn_response"},
+    {"Q_Key", "drop_qkey"},
+    {"UD payload above the MTU", "drop_ud_too_long"},
+    {"no receive WQE", "drop_no_recv_wqe"},
+    {"not a MAD", "drop_not_a_mad"},
+    {"XRC request to an initiator QP", "drop_xrc_to_initiator"},
+};
+inline constexpr size_t kDropCauseCount = std::size(kDropCauses);
+
 struct Counters {
   uint64_t sent_pkts = 0;           // packets handed to the transport
   uint64_t rcvd_pkts = 0;           // packets that passed the header checks
@@ -33,6 +60,9 @@ struct Counters {
   uint64_t rdma_sends = 0;          // SEND messages completed as requester
   uint64_t rdma_recvs = 0;          // SEND messages received
   uint64_t qkey_viol = 0;           // UD: Q_Key mismatch
+  std::array<uint64_t, kDropCauseCount> drops{};  // by cause, kDropCauses order
+  // The drop_* counter of a reason of kDropCauses (0 for another string).
+  uint64_t dropped(std::string_view reason) const;
 
   Counters& operator+=(const Counters& o);
   // Calls f(name, value) for every counter, in declaration order.
@@ -47,6 +77,7 @@ struct Counters {
     f("icrc_ip_recovered", icrc_ip_recovered);
     f("rcvd_hdr_err", rcvd_hdr_err); f("rdma_sends", rdma_sends); f("rdma_recvs", rdma_recvs);
     f("qkey_viol", qkey_viol);
+    for (size_t i = 0; i < kDropCauseCount; ++i) f(kDropCauses[i].counter, drops[i]);
   }
 };
 

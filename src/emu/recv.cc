@@ -42,6 +42,12 @@ void Device::Engine::drop(QpImpl* qp, const Datagram& d, std::string_view reason
     counters.*ctr += 1;
     if (qp) qp->ctr.*ctr += 1;
   }
+  for (size_t i = 0; i < kDropCauseCount; ++i) {
+    if (kDropCauses[i].reason != reason) continue;
+    counters.drops[i] += 1;
+    if (qp) qp->ctr.drops[i] += 1;
+    break;
+  }
   if (cfg.warn) {
     for (size_t i = 0; i < std::size(kCauses); ++i) {
       if (kCauses[i].reason != reason || warned[i] > kWarnLines) continue;

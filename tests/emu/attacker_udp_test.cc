@@ -13,6 +13,12 @@
 #include <array>
 #include <boost/asio.hpp>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <regex>
+#include <set>
+#include <string>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -244,6 +250,7 @@ TEST_F(AttackerUdpTest, AnotherSourceAddressIsDroppedAndCounted) {
   const uint64_t was = dev_->counters().rcvd_hdr_err;
   send_raw(h, 16, &other, &intruder);
   EXPECT_TRUE(counted(&Counters::rcvd_hdr_err, was)) << "the drop is not counted";
+  EXPECT_EQ(dev_->counters().dropped("source address"), 1u) << "counted under another cause";
   EXPECT_FALSE(reply_on(other, 200).has_value()) << "the intruder got an answer";
   expect_memory_untouched();
   expect_transfer_unaffected(0);
@@ -257,6 +264,7 @@ TEST_F(AttackerUdpTest, AnotherPkeyIsDroppedAndCounted) {
   const uint64_t was = dev_->counters().rcvd_hdr_err;
   send_raw(h, 16);
   EXPECT_TRUE(counted(&Counters::rcvd_hdr_err, was));
+  EXPECT_EQ(dev_->counters().dropped("P_Key"), 1u) << "counted under another cause";
   EXPECT_FALSE(reply_on(sock_, 200).has_value());
   expect_memory_untouched();
   expect_transfer_unaffected(0);
@@ -318,6 +326,7 @@ TEST_F(AttackerUdpTest, UdWithAnotherQkeyIsDroppedAndCounted) {
   const uint64_t was = dev_->counters().qkey_viol;
   datagram(0x22222222);
   EXPECT_TRUE(counted(&Counters::qkey_viol, was)) << "the wrong Q_Key is not counted";
+  EXPECT_EQ(dev_->counters().dropped("Q_Key"), 1u) << "counted under another cause";
   Wc wc;
   ::usleep(50000);
   EXPECT_EQ(cq_->poll(std::span<Wc>(&wc, 1)), 0) << "the receive was consumed by a wrong Q_Key";
@@ -362,6 +371,7 @@ TEST_F(AttackerUdpTest, AnAckForAPsnNeverSentCompletesNothing) {
   const uint64_t was = dev_->counters().rcvd_hdr_err;
   ack(0x100);
   EXPECT_TRUE(counted(&Counters::rcvd_hdr_err, was)) << "the ghost ACK is not counted as dropped";
+  EXPECT_EQ(dev_->counters().dropped("response for a PSN never sent"), 1u) << "counted under another cause";
   Wc wc;
   ::usleep(50000);
   EXPECT_EQ(cq_->poll(std::span<Wc>(&wc, 1)), 0) << "an ACK for a PSN never sent completed the SEND";
@@ -379,3 +389,24 @@ TEST_F(AttackerUdpTest, AnAckForAPsnNeverSentCompletesNothing) {
 
 }  // namespace
 }  // namespace rocelab::emu
+
+// Every reason the receive path drops a packet for has its drop_* counter
+// (kDropCauses): a reason written in a drop() call but missing from the
+// table would be counted nowhere but rxe's coarse counters.
+TEST(DropCauses, EveryDropReasonInTheEngineHasACounter) {
+  std::set<std::string> reasons;
+  for (const auto& f : std::filesystem::directory_iterator(std::string(ROCELAB_SOURCE_DIR) + "/src/emu")) {
+    if (f.path().extension() != ".cc") continue;
+    std::ifstream in(f.path());
+    ASSERT_TRUE(in) << f.path();
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::regex call(R"re(drop\([^;]*?"([^"]+)")re");
+    for (std::sregex_iterator it(text.begin(), text.end(), call), end; it != end; ++it) reasons.insert((*it)[1]);
+  }
+  EXPECT_GE(reasons.size(), 10u) << "the drop() calls were not found";
+  for (const std::string& r : reasons) {
+    bool known = false;
+    for (const rocelab::emu::DropCause& c : rocelab::emu::kDropCauses) known = known || c.reason == r;
+    EXPECT_TRUE(known) << "drop reason \"" << r << "\" has no drop_* counter";
+  }
+}
