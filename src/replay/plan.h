@@ -12,6 +12,7 @@
 #include <string>
 
 #include "replay/replay.h"
+#include "trace/capture.h"
 #include "wire/frame.h"
 #include "wire/pcap_reader.h"
 
@@ -36,27 +37,13 @@ struct ReadPass {
 template <class F>
 inline ReadPass for_each_packet(const std::string& path, F&& f) {
   ReadPass r;
-  std::string detail;
-  auto reader = wire::PcapReader::open(path, &detail);
-  if (!reader) {
-    r.ok = false;
-    r.error = detail.empty() ? reader.error().message() : detail;
-    return r;
-  }
-  const int link = reader->link_type();
-  for (;;) {
-    auto next = reader->next(&detail);
-    if (!next) {
-      r.damaged = detail.empty() ? next.error().message() : detail;
-      return r;
-    }
-    if (!next->has_value()) return r;
-    ++r.frames;
-    auto d = wire::decode_frame(link, (**next).data, false);  // the ICRC is not judged here
-    if (!d) continue;
-    ++r.packets;
-    f(r.frames, (**next).ts, *d);
-  }
+  // The ICRC is not judged here: decode_frame need not compute it.
+  const trace::CaptureRead c = trace::for_each_roce_frame(path, false, &r.error, std::forward<F>(f));
+  r.ok = c.readable;
+  r.damaged = c.damaged;
+  r.frames = c.frames;
+  r.packets = c.packets;
+  return r;
 }
 
 // A message starts here: First, Only, or a READ or atomic request.
