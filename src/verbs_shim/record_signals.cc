@@ -26,7 +26,9 @@ void on_signal(int sig, siginfo_t* info, void* ucontext) {
   }
   // The default action ends the process: let a record write under way finish
   // first, then die of the same signal (exit status as without the shim).
-  wire::quiesce_writes(200);
+  // When the signal landed inside a write of this very thread, that write
+  // has to resume first: it raises the signal again when it is done.
+  if (!wire::quiesce_writes(1000, sig)) return;
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);

@@ -55,7 +55,13 @@ struct PcapWriter::State {
     h.len = static_cast<bpf_u_int32>(len);
     h.caplen = static_cast<bpf_u_int32>(std::min<size_t>(len, opt.snaplen));
     const size_t record = 16 + h.caplen;  // the pcap record header, then the bytes
-    if (pending + record > kBufSize - 4096) flush_locked();  // margin: never let stdio fill it
+    if (pending + record > kBufSize - 4096) {  // margin: never let stdio fill it
+      // The process is dying of a signal: stdio would write a full buffer out
+      // by itself, ending the file inside a record. This one is not recorded.
+      if (!write_begin()) return;
+      write_end();
+      flush_locked();
+    }
     pending += record;
     pcap_dump(reinterpret_cast<u_char*>(dumper), &h, reinterpret_cast<const u_char*>(data));
     ++packets;

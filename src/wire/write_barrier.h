@@ -13,8 +13,13 @@ namespace rocelab::wire {
 bool write_begin() noexcept;
 void write_end() noexcept;
 
-// From a signal handler: no new writes start; waits until those under way
-// have ended, at most about max_wait_ms milliseconds.
-void quiesce_writes(int max_wait_ms) noexcept;
+// From a signal handler about to let the process die of signal sig: no new
+// writes start; waits until those under way have ended, at most about
+// max_wait_ms milliseconds, and returns true. When the signal interrupted a
+// write of the handler's own thread, waiting would be in vain (that write
+// resumes only after the handler returns): then it returns false at once, and
+// the thread raises sig again as soon as its write has ended (write_end), so
+// the handler must just return.
+bool quiesce_writes(int max_wait_ms, int sig) noexcept;
 
 }  // namespace rocelab::wire
