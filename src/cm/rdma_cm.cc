@@ -15,10 +15,6 @@ namespace {
 
 std::error_code err(int e) { return {e, std::generic_category()}; }
 
-bool is_multicast(const wire::IpAddr& ip) {
-  return ip.v6 ? ip.b[0] == 0xFF : (ip.b[0] & 0xF0) == 0xE0;
-}
-
 }  // namespace
 
 // ---- Impl ----
@@ -775,7 +771,7 @@ std::error_code Cm::init_qp_attr(IdHandle h, emu::QpState state, emu::QpAttr* at
 
 std::error_code Cm::join_multicast(IdHandle h, const SockAddr& group, void* context) {
   Impl& m = *impl_;
-  if (!is_multicast(group.ip)) return err(EINVAL);
+  if (!group.ip.is_multicast()) return err(EINVAL);
   std::lock_guard lk(m.mu);
   Id* id = m.find_id(h);
   if (!id) return err(ENOENT);

@@ -52,6 +52,9 @@ void fill_attrs(Engine& e) {
   d.max_qp_init_rd_atom = 128;
   d.atomic_cap = AtomicCap::kHca;
   d.max_ah = 0x7fff;
+  d.max_mcast_grp = 8192;  // rxe RXE_MAX_MCAST_GRP, _QP_ATTACH, _TOT_MCAST_QP_ATTACH
+  d.max_mcast_qp_attach = 56;
+  d.max_total_mcast_qp_attach = 0x70000;
   d.max_srq = 0x3ff0;
   d.max_srq_wr = 0x4000;
   d.max_srq_sge = 27;

@@ -112,7 +112,18 @@ class Device {
   Result<Ah*> create_ah(Pd* pd, const AhAttr& attr);
   std::error_code destroy_ah(Ah* ah);
   Result<Qp*> create_qp(Pd* pd, const QpInitAttr& attr);
-  std::error_code destroy_qp(Qp* qp);
+  std::error_code destroy_qp(Qp* qp);  // EBUSY while attached to a multicast group
+
+  // UD multicast (ibv_attach_mcast / ibv_detach_mcast; src/emu/mcast.cc). From
+  // attach on, qp receives every UD datagram sent to the group, a multicast
+  // GID (ff00::/8, or ::ffff:224.0.0.0/4 for an IPv4 group), with destination
+  // QP 0xFFFFFF; the device joins the group on its network. EINVAL: not a UD
+  // QP or not a multicast GID, or (detach) not attached; ENOMEM beyond the
+  // limits of query_device (max_mcast_grp, max_mcast_qp_attach,
+  // max_total_mcast_qp_attach); a transport error when the join fails.
+  // Attaching twice is not an error (the second does nothing), as in uverbs.
+  std::error_code attach_mcast(Qp* qp, const Gid& gid);
+  std::error_code detach_mcast(Qp* qp, const Gid& gid);
 
   // Drives progress once without blocking: due timers, then received packets.
   // Returns the number of datagrams and timers processed.

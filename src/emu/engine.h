@@ -62,6 +62,15 @@ class Device::Engine {
   std::unordered_map<uint32_t, MwImpl*> mw_by_index;  // R_Key >> 8 (MRs and MWs share the index space)
   uint32_t next_qpn = 0x11, next_mr_index = 1, next_pd_handle = 1, next_srq_num = 1;
 
+  // UD multicast groups this device joined and their QPs (mcast.cc).
+  struct McastGroup {
+    wire::IpAddr addr;
+    std::vector<QpImpl*> qps;
+  };
+  std::vector<McastGroup> mcast;
+  uint32_t mcast_attached = 0;  // attachments over all groups
+  void mcast_receive(const wire::RocePacket& pkt, const Datagram& d);
+
   TxQueue tx;
   std::vector<QpImpl*> ack_list;  // QPs with a deferred ACK (reserved capacity)
   // Peers the transport reported unreachable (ICMP) and that have not sent

@@ -128,6 +128,8 @@ std::error_code Device::destroy_qp(Qp* qpp) {
   if (!device_owns_qp(e, qpp)) return errc(EINVAL);
   auto* qp = static_cast<QpImpl*>(qpp);
   // An XRC target QP goes with its last handle (ibv_open_qp adds handles).
+  // uverbs: a QP still attached to a multicast group cannot be destroyed.
+  if (qp->mcast_groups != 0) return errc(EBUSY);
   if (qp->type_ == QpType::kXrcTgt && --qp->handles > 0) return {};
   // Type 2 windows bound to it go back to free (rxe drops them with the QP).
   for (auto& w : e.mws)

@@ -108,6 +108,7 @@ class QpImpl final : public Qp {
   SrqImpl* srq_ = nullptr;
   XrcdImpl* xrcd = nullptr;  // XRC_TGT
   int handles = 1;           // XRC_TGT: the creator's and every open_qp's
+  uint32_t mcast_groups = 0;  // UD: multicast groups attached (mcast.cc)
   QpType type_ = QpType::kRC;
   uint32_t qpn = 0;
   bool sq_sig_all = false;

@@ -39,6 +39,8 @@ inline constexpr DropCause kDropCauses[] = {
     {"no receive WQE", "drop_no_recv_wqe"},
     {"not a MAD", "drop_not_a_mad"},
     {"XRC request to an initiator QP", "drop_xrc_to_initiator"},
+    {"multicast group not joined", "drop_mcast_not_joined"},
+    {"multicast to a unicast QPN", "drop_mcast_qpn"},
 };
 inline constexpr size_t kDropCauseCount = std::size(kDropCauses);
 

@@ -136,6 +136,7 @@ void Device::Engine::receive(const Datagram& arrived) {
   const wire::OpInfo& info = pkt.hdr.info();
   if (pkt.hdr.bth.pkey != wire::kDefaultPkey)
     return drop(nullptr, d, "P_Key", &Counters::rcvd_hdr_err);
+  if (d.ip.dst.is_multicast()) return mcast_receive(pkt, d);  // mcast.cc
   if (!(d.ip.dst == transport->local_address()))
     return drop(nullptr, d, "not our address", &Counters::rcvd_hdr_err);
   if (!gone_peers.empty()) gone_peers.erase(d.ip.src);  // it is back (or never left)

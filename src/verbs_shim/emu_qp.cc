@@ -269,6 +269,20 @@ int destroy_qp(ibv_qp* qp) noexcept {
   return 0;
 }
 
+int attach_mcast(ibv_qp* qp, const ibv_gid* gid) noexcept {
+  if (gid == nullptr) return EINVAL;
+  emu::Gid g;
+  std::memcpy(g.data(), gid->raw, g.size());
+  return engine_of(qp->context).attach_mcast(shim(qp)->e, g).value();
+}
+
+int detach_mcast(ibv_qp* qp, const ibv_gid* gid) noexcept {
+  if (gid == nullptr) return EINVAL;
+  emu::Gid g;
+  std::memcpy(g.data(), gid->raw, g.size());
+  return engine_of(qp->context).detach_mcast(shim(qp)->e, g).value();
+}
+
 // rocelab run --explain: a refused post says why on stderr; the errno is unchanged.
 static int explained(const char* verb, ibv_qp* qp, int rc) {
   if (rc != 0 && DeviceTable::get().config().explain)

@@ -86,6 +86,9 @@ ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) noexcept;
 int modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) noexcept;
 int query_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask, ibv_qp_init_attr* init) noexcept;
 int destroy_qp(ibv_qp* qp) noexcept;
+// ibv_attach_mcast / ibv_detach_mcast (RoCE: the LID is ignored). A positive errno.
+int attach_mcast(ibv_qp* qp, const ibv_gid* gid) noexcept;
+int detach_mcast(ibv_qp* qp, const ibv_gid* gid) noexcept;
 // Another handle on an XRC target QP (ibv_open_qp); destroy_qp closes it.
 ibv_qp* open_qp(ibv_context* ctx, ibv_qp_open_attr* attr) noexcept;
 ibv_qp_ex* qp_to_qp_ex(ibv_qp* qp) noexcept;

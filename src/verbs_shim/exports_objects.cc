@@ -1,7 +1,7 @@
 // Exported verbs on PDs, MRs, CQs, SRQs, QPs and AHs. Each one serves objects
 // of emulated devices itself and hands everything else to the real
-// libibverbs unchanged. Verbs this emulator does not implement (multicast,
-// device memory, ECE, dmabuf) fail the way libibverbs fails for a provider without
+// libibverbs unchanged. Verbs this emulator does not implement (device
+// memory, ECE, dmabuf) fail the way libibverbs fails for a provider without
 // them.
 #include <infiniband/verbs.h>
 
@@ -211,12 +211,12 @@ extern "C" int ibv_set_ece(ibv_qp* qp, ibv_ece* ece) noexcept {
 }
 
 extern "C" int ibv_attach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) noexcept {
-  if (is_emu(qp->context)) return EOPNOTSUPP;  // no multicast: max_mcast_grp is 0
+  if (is_emu(qp->context)) return emulated::attach_mcast(qp, gid);
   return ROCELAB_REAL(ibv_attach_mcast, k11)(qp, gid, lid);
 }
 
 extern "C" int ibv_detach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) noexcept {
-  if (is_emu(qp->context)) return EOPNOTSUPP;
+  if (is_emu(qp->context)) return emulated::detach_mcast(qp, gid);
   return ROCELAB_REAL(ibv_detach_mcast, k11)(qp, gid, lid);
 }
 

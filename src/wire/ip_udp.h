@@ -27,6 +27,8 @@ struct IpAddr {
   std::array<uint8_t, 16> gid() const;
   static IpAddr from_gid(const std::array<uint8_t, 16>& gid);
   std::string to_string() const;
+  // A multicast address: 224.0.0.0/4 or ff00::/8.
+  bool is_multicast() const { return v6 ? b[0] == 0xFF : (b[0] & 0xF0) == 0xE0; }
   static Result<IpAddr> parse(const std::string& text);
   bool operator==(const IpAddr&) const = default;
 };

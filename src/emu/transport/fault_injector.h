@@ -67,6 +67,8 @@ class FaultInjector final : public Transport {
     return inner_->reserve_source_port(preferred);
   }
   size_t take_unreachable(std::span<wire::IpAddr> out) override { return inner_->take_unreachable(out); }
+  std::error_code join_group(const wire::IpAddr& group) override { return inner_->join_group(group); }
+  void leave_group(const wire::IpAddr& group) override { inner_->leave_group(group); }
 
   // Adds rules from now on (e.g. a scenario's `fault` step): their nth=/count=
   // count matches from now; from=/for= still count from the injector's start.

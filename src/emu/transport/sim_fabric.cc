@@ -49,6 +49,16 @@ class SimPort final : public Transport {
                  Nanos(bits * 1'000'000'000ull / fabric_.cfg_.link_bits_per_sec);
         busy_until_ = depart;
       }
+      if (d.ip.dst.is_multicast()) {
+        // A copy for every member (the sender too, when it joined); no member
+        // is no error: multicast has no ICMP unreachable.
+        for (const SimFabric::Member& m : fabric_.members_) {
+          if (!(m.group == d.ip.dst)) continue;
+          m.port->arrive({depart + fabric_.cfg_.latency, fabric_.next_seq_++,
+                          fabric_.take_buffer(d.payload), static_cast<uint32_t>(d.payload.size()), d.ip});
+        }
+        continue;
+      }
       SimPort* dst = fabric_.find(d.ip.dst);
       if (dst == nullptr) {
         ++fabric_.stats_.dropped_no_port;
@@ -92,6 +102,26 @@ class SimPort final : public Transport {
   }
   TransportStats stats() const override { return stats_; }
   size_t take_unreachable(std::span<wire::IpAddr> out) override { return unreachable_.take(out); }
+  std::error_code join_group(const wire::IpAddr& group) override {
+    if (!group.is_multicast()) return std::make_error_code(std::errc::invalid_argument);
+    for (SimFabric::Member& m : fabric_.members_) {
+      if (m.port == this && m.group == group) {
+        ++m.joins;
+        return {};
+      }
+    }
+    fabric_.members_.push_back({group, this, 1});
+    return {};
+  }
+  void leave_group(const wire::IpAddr& group) override {
+    auto& ms = fabric_.members_;
+    for (auto it = ms.begin(); it != ms.end(); ++it) {
+      if (it->port == this && it->group == group) {
+        if (--it->joins == 0) ms.erase(it);
+        return;
+      }
+    }
+  }
 
   Nanos next_event() {
     Nanos t = timers_.next_deadline();
@@ -143,7 +173,10 @@ SimPort* SimFabric::find(const wire::IpAddr& addr) const {
   return nullptr;
 }
 
-void SimFabric::detach(SimPort* port) { std::erase(ports_, port); }
+void SimFabric::detach(SimPort* port) {
+  std::erase(ports_, port);
+  std::erase_if(members_, [port](const Member& m) { return m.port == port; });
+}
 
 uint32_t SimFabric::take_buffer(std::span<const std::byte> payload) {
   uint32_t b;

@@ -91,6 +91,14 @@ class SimFabric {
   Nanos now_;
   uint64_t next_seq_ = 0;
   std::vector<SimPort*> ports_;
+  // Multicast: the ports that joined each group (joins counted, as
+  // Transport::join_group says).
+  struct Member {
+    wire::IpAddr group;
+    SimPort* port;
+    int joins;
+  };
+  std::vector<Member> members_;
   std::vector<std::vector<std::byte>> buffers_;
   std::vector<uint32_t> free_buffers_;
   SimFabricStats stats_;

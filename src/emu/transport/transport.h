@@ -101,6 +101,19 @@ class Transport {
     return preferred >= 0xC000 ? preferred : uint16_t{0xC000};
   }
 
+  // UDP multicast (UD multicast groups, ibv_attach_mcast): from join_group on,
+  // datagrams sent to the multicast address `group` on this transport's
+  // network arrive through poll() as well, with Datagram.ip.dst = group; and
+  // send() may address datagrams to a group (every member receives a copy,
+  // this transport's own joined groups included). Joins are counted: the
+  // group is left when leave_group has been called as often as join_group.
+  // operation_not_supported where the transport cannot (the default).
+  virtual std::error_code join_group(const wire::IpAddr& group) {
+    (void)group;
+    return std::make_error_code(std::errc::operation_not_supported);
+  }
+  virtual void leave_group(const wire::IpAddr& group) { (void)group; }
+
   // Destinations the network has reported unreachable since the last call:
   // an ICMP port (or host/network) unreachable came back for a datagram sent
   // there, i.e. nothing receives RoCEv2 at that address any more — on our

@@ -4,6 +4,9 @@
 #include <linux/errqueue.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -106,6 +109,41 @@ Result<int> bind_udp(const wire::IpAddr& addr, uint16_t port, uint32_t scope_id)
   return fd;
 }
 
+// The index of the interface that has address a (0: none has it).
+uint32_t ifindex_of(const wire::IpAddr& a) {
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return 0;
+  uint32_t index = 0;
+  for (ifaddrs* i = list; i != nullptr && index == 0; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != (a.v6 ? AF_INET6 : AF_INET)) continue;
+    const void* raw = a.v6 ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr)
+                           : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr);
+    if (std::memcmp(raw, a.b.data(), a.v6 ? 16 : 4) == 0) index = ::if_nametoindex(i->ifa_name);
+  }
+  ::freeifaddrs(list);
+  return index;
+}
+
+// What a receive socket reports with each datagram, and its buffer.
+void set_rx_options(int fd, bool v6, const UdpTransportConfig& cfg) {
+  set_buffer(fd, SO_RCVBUFFORCE, SO_RCVBUF, cfg.socket_buffer_bytes);
+  if (v6) {
+    set_int(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1);
+    set_int(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, 1);
+    set_int(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1);
+    // Soft-RoCE sends RoCEv2 over IPv6 with a UDP checksum of 0 (the ICRC
+    // guards the packet), which RFC 8200 forbids and Linux drops unless the
+    // socket allows it; real NICs may do the same. Without this no packet of
+    // the kernel's reached the engine (make interop, rc6).
+    set_int(fd, IPPROTO_UDP, UDP_NO_CHECK6_RX, 1);
+  } else {
+    set_int(fd, IPPROTO_IP, IP_PKTINFO, 1);
+    set_int(fd, IPPROTO_IP, IP_RECVTTL, 1);
+    set_int(fd, IPPROTO_IP, IP_RECVTOS, 1);
+  }
+  if (cfg.gro) set_int(fd, IPPROTO_UDP, UDP_GRO, 1);  // older kernels: plain datagrams
+}
+
 }  // namespace
 
 RxSocket& RxSocket::operator=(RxSocket&& o) noexcept {
@@ -153,6 +191,19 @@ struct UdpTransport::Impl {
   TransportStats stats;
   UdpStats ustats;
 
+  // Multicast groups joined (join_group): a socket bound to <group>:4791 each,
+  // member of the group on the local address's interface.
+  struct Group {
+    wire::IpAddr addr;
+    int joins = 0;
+    udp::socket sock;
+  };
+  std::deque<Group> groups;
+  // wait() sleeps on this epoll set of the group sockets (join_group and
+  // leave_group change it while wait() may run in another thread).
+  asio::posix::stream_descriptor group_ep{io};
+  uint32_t mcast_ifindex = 0;  // IPv6: the interface of the local address (0: not looked up)
+
   // Send sockets, one per reserved source port.
   std::deque<udp::socket> send_socks;
   std::vector<int32_t> sock_of_port = std::vector<int32_t>(0x10000 - kFirstSourcePort, -1);
@@ -164,6 +215,8 @@ struct UdpTransport::Impl {
   std::vector<sockaddr_storage> rx_from;
   std::vector<CmsgBuf> rx_cmsg;
   size_t rx_count = 0, rx_next = 0;  // messages received, next message to start
+  wire::IpAddr rx_dst;               // where they were sent (without IP_PKTINFO)
+  size_t rx_turn = 0;                // the socket to read first next time (0: rx, k: groups[k-1])
   size_t cur_off = 0, cur_len = 0, cur_seg = 0;  // segments of the current message
   bool cur_pending = false;  // the current message has segments left to deliver
   std::byte* cur_base = nullptr;
@@ -180,6 +233,8 @@ struct UdpTransport::Impl {
   UnreachableSet unreachable;
 
   Result<int> send_fd(uint16_t port);
+  uint32_t ifindex();
+  bool receive_batch(int fd, const wire::IpAddr& dst);
   bool start_message();
   size_t send_run(int fd, std::span<const Datagram> run);
   void read_errors(int fd);
@@ -245,6 +300,20 @@ Result<int> UdpTransport::Impl::send_fd(uint16_t port) {
     set_int(*fd, IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO);
   }
   set_buffer(*fd, SO_SNDBUFFORCE, SO_SNDBUF, cfg.socket_buffer_bytes);
+  // Datagrams to a multicast group leave on the local address's interface
+  // (not the default route's) with the TTL of every other packet, and come
+  // back to this host's members (our own joined groups included, as on rxe).
+  if (local.v6) {
+    set_int(*fd, IPPROTO_IPV6, IPV6_MULTICAST_IF, static_cast<int>(ifindex()));
+    set_int(*fd, IPPROTO_IPV6, IPV6_MULTICAST_HOPS, 64);
+    set_int(*fd, IPPROTO_IPV6, IPV6_MULTICAST_LOOP, 1);
+  } else {
+    in_addr ifaddr;
+    std::memcpy(&ifaddr, local.b.data(), 4);
+    setsockopt(*fd, IPPROTO_IP, IP_MULTICAST_IF, &ifaddr, sizeof ifaddr);
+    set_int(*fd, IPPROTO_IP, IP_MULTICAST_TTL, 64);
+    set_int(*fd, IPPROTO_IP, IP_MULTICAST_LOOP, 1);
+  }
   boost::system::error_code ec;
   send_socks.emplace_back(io);
   send_socks.back().assign(local.v6 ? udp::v6() : udp::v4(), *fd, ec);
@@ -272,22 +341,7 @@ Result<std::unique_ptr<UdpTransport>> UdpTransport::open(RxSocket rx_sock,
   impl->cfg.rx_batch = std::clamp<size_t>(cfg.rx_batch, 1, 1024);
   impl->local = rx_sock.address();
   const int fd = rx_sock.fd();
-  set_buffer(fd, SO_RCVBUFFORCE, SO_RCVBUF, cfg.socket_buffer_bytes);
-  if (impl->local.v6) {
-    set_int(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1);
-    set_int(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, 1);
-    set_int(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1);
-    // Soft-RoCE sends RoCEv2 over IPv6 with a UDP checksum of 0 (the ICRC
-    // guards the packet), which RFC 8200 forbids and Linux drops unless the
-    // socket allows it; real NICs may do the same. Without this no packet of
-    // the kernel's reached the engine (make interop, rc6).
-    set_int(fd, IPPROTO_UDP, UDP_NO_CHECK6_RX, 1);
-  } else {
-    set_int(fd, IPPROTO_IP, IP_PKTINFO, 1);
-    set_int(fd, IPPROTO_IP, IP_RECVTTL, 1);
-    set_int(fd, IPPROTO_IP, IP_RECVTOS, 1);
-  }
-  if (cfg.gro) set_int(fd, IPPROTO_UDP, UDP_GRO, 1);  // older kernels: plain datagrams
+  set_rx_options(fd, impl->local.v6, cfg);
 
   boost::system::error_code ec;
   impl->rx.assign(impl->local.v6 ? udp::v6() : udp::v4(), rx_sock.release(), ec);
@@ -297,6 +351,13 @@ Result<std::unique_ptr<UdpTransport>> UdpTransport::open(RxSocket rx_sock,
   impl->wake_fd.assign(efd, ec);
   if (ec) {
     ::close(efd);
+    return std::error_code(ec.value(), std::system_category());
+  }
+  int epfd = ::epoll_create1(EPOLL_CLOEXEC);
+  if (epfd < 0) return last_error();
+  impl->group_ep.assign(epfd, ec);
+  if (ec) {
+    ::close(epfd);
     return std::error_code(ec.value(), std::system_category());
   }
 
@@ -349,6 +410,82 @@ Result<uint16_t> UdpTransport::reserve_source_port(uint16_t preferred) {
     if (fd.error() != std::errc::address_in_use) return fd.error();
   }
   return std::make_error_code(std::errc::address_in_use);
+}
+
+// ---- multicast groups ----
+
+uint32_t UdpTransport::Impl::ifindex() {
+  if (mcast_ifindex == 0) mcast_ifindex = is_link_local(local) ? cfg.scope_id : ifindex_of(local);
+  return mcast_ifindex;
+}
+
+std::error_code UdpTransport::join_group(const wire::IpAddr& group) {
+  Impl& m = *impl_;
+  if (!group.is_multicast() || group.v6 != m.local.v6)
+    return std::make_error_code(std::errc::invalid_argument);
+  for (Impl::Group& g : m.groups) {
+    if (g.addr == group) {
+      ++g.joins;
+      return {};
+    }
+  }
+  // Every member socket of the group on this host gets its own copy of each
+  // datagram: several devices (processes) may join the same group.
+  int fd = ::socket(group.v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return last_error();
+  set_int(fd, SOL_SOCKET, SO_REUSEADDR, 1);
+  sockaddr_storage ss;
+  const socklen_t len = to_sockaddr(group, wire::kRoceV2Port, ss);
+  int r = -1;
+  if (group.v6) {
+    set_int(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1);
+    ipv6_mreq mr{};
+    std::memcpy(&mr.ipv6mr_multiaddr, group.b.data(), 16);
+    mr.ipv6mr_interface = m.ifindex();
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&ss), len) == 0)
+      r = setsockopt(fd, IPPROTO_IPV6, IPV6_ADD_MEMBERSHIP, &mr, sizeof mr);
+  } else {
+    set_int(fd, IPPROTO_IP, IP_MULTICAST_ALL, 0);  // only what this socket joined
+    ip_mreqn mr{};
+    std::memcpy(&mr.imr_multiaddr, group.b.data(), 4);
+    std::memcpy(&mr.imr_address, m.local.b.data(), 4);  // the local address's interface
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&ss), len) == 0)
+      r = setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mr, sizeof mr);
+  }
+  if (r != 0) {
+    std::error_code ec = last_error();
+    ::close(fd);
+    return ec;
+  }
+  set_rx_options(fd, group.v6, UdpTransportConfig{.gro = false});
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = fd;
+  if (::epoll_ctl(m.group_ep.native_handle(), EPOLL_CTL_ADD, fd, &ev) != 0) {
+    std::error_code e = last_error();
+    ::close(fd);
+    return e;
+  }
+  boost::system::error_code ec;
+  m.groups.push_back(Impl::Group{group, 1, udp::socket(m.io)});
+  m.groups.back().sock.assign(group.v6 ? udp::v6() : udp::v4(), fd, ec);
+  if (ec) {
+    m.groups.pop_back();
+    ::close(fd);
+    return std::error_code(ec.value(), std::system_category());
+  }
+  return {};
+}
+
+void UdpTransport::leave_group(const wire::IpAddr& group) {
+  Impl& m = *impl_;
+  for (auto it = m.groups.begin(); it != m.groups.end(); ++it) {
+    if (!(it->addr == group)) continue;
+    if (--it->joins > 0) return;
+    ::epoll_ctl(m.group_ep.native_handle(), EPOLL_CTL_DEL, it->sock.native_handle(), nullptr);
+    m.groups.erase(it);  // closing the socket leaves the group
+    return;
+  }
 }
 
 // ---- send ----
@@ -497,6 +634,30 @@ size_t UdpTransport::send(std::span<const Datagram> batch) {
 
 // ---- receive ----
 
+// Fills the receive slots from socket fd (datagrams sent to dst, unless
+// IP_PKTINFO says otherwise); false when it had nothing.
+bool UdpTransport::Impl::receive_batch(int fd, const wire::IpAddr& dst) {
+  const size_t slots = cfg.rx_batch;
+  for (size_t k = 0; k < slots; ++k) {
+    rx_iov[k] = {rx_buf.data() + k * kRxSlotBytes, kRxSlotBytes};
+    msghdr& h = rx_msgs[k].msg_hdr;
+    h = {};
+    h.msg_name = &rx_from[k];
+    h.msg_namelen = sizeof(sockaddr_storage);
+    h.msg_iov = &rx_iov[k];
+    h.msg_iovlen = 1;
+    h.msg_control = rx_cmsg[k].data();
+    h.msg_controllen = kCmsgBytes;
+  }
+  int r = ::recvmmsg(fd, rx_msgs.data(), static_cast<unsigned>(slots), MSG_DONTWAIT, nullptr);
+  if (r <= 0) return false;
+  rx_count = static_cast<size_t>(r);
+  rx_next = 0;
+  rx_dst = dst;
+  ++stats.rx_batches;
+  return true;
+}
+
 // Reads the next received message's ancillary data; false when none is left.
 bool UdpTransport::Impl::start_message() {
   while (rx_next < rx_count) {
@@ -508,7 +669,7 @@ bool UdpTransport::Impl::start_message() {
     }
     cur_ip = wire::IpUdpInfo{};
     from_sockaddr(rx_from[k], cur_ip.src, cur_ip.sport);
-    cur_ip.dst = local;
+    cur_ip.dst = rx_dst;
     cur_ip.dport = wire::kRoceV2Port;
     if (local.v6) cur_ip.ip_header_len = wire::kIpv6HeaderLen;
     size_t seg = 0;
@@ -559,25 +720,18 @@ size_t UdpTransport::poll(const RecvHandler& handler, size_t max) {
   size_t n = 0;
   while (n < max) {
     if (!m.cur_pending && !m.start_message()) {
-      // Everything received so far is delivered: ask the socket for more.
-      const size_t slots = m.cfg.rx_batch;
-      for (size_t k = 0; k < slots; ++k) {
-        m.rx_iov[k] = {m.rx_buf.data() + k * kRxSlotBytes, kRxSlotBytes};
-        msghdr& h = m.rx_msgs[k].msg_hdr;
-        h = {};
-        h.msg_name = &m.rx_from[k];
-        h.msg_namelen = sizeof(sockaddr_storage);
-        h.msg_iov = &m.rx_iov[k];
-        h.msg_iovlen = 1;
-        h.msg_control = m.rx_cmsg[k].data();
-        h.msg_controllen = kCmsgBytes;
+      // Everything received so far is delivered: ask the sockets for more,
+      // the device's own and those of its multicast groups in turn (a busy
+      // one does not starve the others).
+      const size_t sources = 1 + m.groups.size();
+      bool got = false;
+      for (size_t i = 0; !got && i < sources; ++i) {
+        const size_t k = (m.rx_turn + i) % sources;
+        got = k == 0 ? m.receive_batch(m.rx.native_handle(), m.local)
+                     : m.receive_batch(m.groups[k - 1].sock.native_handle(), m.groups[k - 1].addr);
+        if (got) m.rx_turn = k + 1;
       }
-      int r = ::recvmmsg(m.rx.native_handle(), m.rx_msgs.data(), static_cast<unsigned>(slots),
-                         MSG_DONTWAIT, nullptr);
-      if (r <= 0) break;
-      m.rx_count = static_cast<size_t>(r);
-      m.rx_next = 0;
-      ++m.stats.rx_batches;
+      if (!got) break;
       continue;
     }
     // The next segment of the current message (an empty datagram is delivered once).
@@ -609,6 +763,7 @@ void UdpTransport::wait(Nanos deadline) {
     m.io.restart();
     m.rx.async_wait(udp::socket::wait_read, done);
     m.wake_fd.async_wait(asio::posix::stream_descriptor::wait_read, done);
+    m.group_ep.async_wait(asio::posix::stream_descriptor::wait_read, done);
     m.sleep_timer.expires_at(std::chrono::steady_clock::time_point(
         std::chrono::duration_cast<std::chrono::steady_clock::duration>(until)));
     m.sleep_timer.async_wait(done);
@@ -616,6 +771,7 @@ void UdpTransport::wait(Nanos deadline) {
     boost::system::error_code ec;
     m.rx.cancel(ec);
     m.wake_fd.cancel(ec);
+    m.group_ep.cancel(ec);
     m.sleep_timer.cancel();
     m.io.poll();  // completes the cancelled waits
   }

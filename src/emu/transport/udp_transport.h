@@ -6,7 +6,8 @@
 // drains it with recvmmsg; GRO super-datagrams are split back into their
 // segments; the destination address comes from IP_PKTINFO, TTL and TOS from
 // IP_RECVTTL/IP_RECVTOS (IPv6: their IPV6_ equivalents). IPv4 ID is not
-// visible to a socket: Datagram.ip.ip_id is 0.
+// visible to a socket: Datagram.ip.ip_id is 0. One more socket per multicast
+// group joined (join_group), bound to <group>:4791, read in turn with it.
 //
 // Sending: the ICRC covers the UDP source port and the IP header, so each
 // datagram leaves from an UNCONNECTED socket bound to (local address, its UDP
@@ -116,6 +117,13 @@ class UdpTransport final : public Transport {
   // From ICMP errors (IP_RECVERR on the send sockets), noticed when the next
   // datagram is sent from the same socket: a retransmission finds them.
   size_t take_unreachable(std::span<wire::IpAddr> out) override;
+  // A socket bound to <group>:4791 (SO_REUSEADDR: every member on the host
+  // gets a copy), member of the group on the local address's interface; send
+  // sockets address groups through that interface with loopback on. IPv4
+  // multicast works over lo and veth; IPv6 needs an interface that has the
+  // MULTICAST flag (lo does not).
+  std::error_code join_group(const wire::IpAddr& group) override;
+  void leave_group(const wire::IpAddr& group) override;
   UdpStats udp_stats() const;
 
   struct Impl;
