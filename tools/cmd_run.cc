@@ -33,6 +33,7 @@ struct RunOptions {
   bool explain = false;
   bool retry_forever = false;
   bool counters = false;
+  bool wire_exact = false;
   std::vector<std::string> command;
 };
 
@@ -61,6 +62,7 @@ int run(RunOptions& o) {
   if (o.explain) set("ROCELAB_EXPLAIN", "1");
   if (o.retry_forever) set("ROCELAB_RETRY_FOREVER", "1");
   if (o.counters) set("ROCELAB_COUNTERS", "1");
+  if (o.wire_exact) set("ROCELAB_WIRE_EXACT", "1");
 
   // Fault flags given on this command line replace any ROCELAB_* fault
   // variables already in the environment; without flags those pass through.
@@ -133,6 +135,9 @@ void register_run(CLI::App& app) {
                 "print each emulated device's counters (rxe's names) on stderr when the program closes it or exits");
   cmd->add_flag("--retry-forever", o->retry_forever,
                 "read retry_cnt 7 as Soft-RoCE does: retry forever (unless the peer is gone); default: seven retries");
+  cmd->add_flag("--wire-exact", o->wire_exact,
+                "one UDP datagram per RoCEv2 packet: no GSO super-datagrams, so a capture of the interface "
+                "(tcpdump -i lo) shows each packet as a NIC would send it; slower");
   add_fault_options(*cmd, o->faults);
   cmd->add_option("command", o->command, "the program and its arguments")->required();
   cmd->prefix_command();

@@ -24,6 +24,7 @@ inline constexpr EnvVar kEnvVars[] = {
     {"ROCELAB_PCAP", "write every RoCEv2 packet sent and received to this pcap file"},
     {"ROCELAB_EVENTS", "write the engine's event log (protobuf) to this file"},
     {"ROCELAB_SHIM_DEBUG", "1: print the shim's decisions to stderr"},
+    {"ROCELAB_WIRE_EXACT", "1: one UDP datagram per RoCEv2 packet (no GSO super-datagrams on lo)"},
 };
 
 inline constexpr size_t kMaxDevices = 8;
@@ -48,6 +49,7 @@ struct ShimConfig {
   bool explain = false;        // a refused verb prints the engine's reason on stderr (errno unchanged)
   bool retry_forever = false;  // retry_cnt 7 as rxe reads it (DeviceConfig::retry_forever)
   bool counters = false;       // print each device's counters on stderr when it closes / at exit
+  bool wire_exact = false;     // no UDP GSO: one datagram per packet (UdpTransportConfig::wire_exact)
 };
 
 // Parses the ROCELAB_* variables as `lookup` returns them (nullptr: unset).

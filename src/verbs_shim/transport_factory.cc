@@ -48,10 +48,11 @@ wire::Result<EventsPlugin> events_plugin() {
 void rocelab_events_plugin_anchor() {}
 
 wire::Result<std::unique_ptr<emu::Transport>> make_transport(const DeviceConfig& dev,
-                                                             const ShimConfig&) {
+                                                             const ShimConfig& cfg) {
   std::unique_ptr<emu::Transport> t;
+  emu::UdpTransportConfig ucfg = cfg.wire_exact ? emu::UdpTransportConfig::wire_exact()
+                                                : emu::UdpTransportConfig{};
   if (dev.ip) {
-    emu::UdpTransportConfig ucfg;
     ucfg.scope_id = dev.scope_id;  // a link-local address's interface
     auto udp = emu::UdpTransport::open(*dev.ip, ucfg);
     if (!udp) {
@@ -68,7 +69,7 @@ wire::Result<std::unique_ptr<emu::Transport>> make_transport(const DeviceConfig&
                    rx.error().message().c_str());
       return rx.error();
     }
-    auto udp = emu::UdpTransport::open(std::move(*rx));
+    auto udp = emu::UdpTransport::open(std::move(*rx), ucfg);
     if (!udp) return udp.error();
     t = std::move(*udp);
   }

@@ -140,6 +140,29 @@ std::optional<Ipv4Unseen> solve_ipv4_unseen(uint32_t delta, size_t ip_hlen, size
   return u;
 }
 
+uint32_t ipv4_id_icrc_delta(uint16_t id, size_t ip_hlen, size_t rest_len) {
+  // The syndromes of the 16 ID bits for one length, kept per thread (a GSO
+  // run mostly shares one length).
+  struct IdSyndromes {
+    size_t rest_len = SIZE_MAX, ip_hlen = 0;
+    uint32_t bit[16] = {};
+  };
+  thread_local IdSyndromes s;
+  if (s.rest_len != rest_len || s.ip_hlen != ip_hlen) {
+    const size_t total = 8 + ip_hlen + kUdpHeaderLen + kBthLen + rest_len;
+    auto after = [&](size_t ip_offset) { return total - (8 + ip_offset) - 1; };
+    for (int b = 0; b < 16; ++b)
+      s.bit[b] = b >= 8 ? syndrome(static_cast<uint8_t>(1u << (b - 8)), after(4))
+                        : syndrome(static_cast<uint8_t>(1u << b), after(5));
+    s.rest_len = rest_len;
+    s.ip_hlen = ip_hlen;
+  }
+  uint32_t delta = 0;
+  for (int b = 0; b < 16; ++b)
+    if (id & (1u << b)) delta ^= s.bit[b];
+  return delta;
+}
+
 uint32_t compute_icrc(std::span<const std::byte> ip_packet, size_t ip_hlen) {
   const size_t hdrs = ip_hlen + kUdpHeaderLen;
   IcrcAccumulator acc(ip_packet.data(), ip_hlen, ip_packet.data() + hdrs);

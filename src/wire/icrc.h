@@ -53,6 +53,13 @@ struct Ipv4Unseen {
 // probability 2^-15.)
 std::optional<Ipv4Unseen> solve_ipv4_unseen(uint32_t delta, size_t ip_header_len, size_t rest_len);
 
+// What to XOR into the ICRC of an IPv4 RoCEv2 packet computed with IPv4
+// Identification 0 to make it the ICRC of the same packet with Identification
+// `id` (the same affine property as above). rest_len as above. For a sender
+// whose datagrams the kernel segments (UDP GSO): segment k of a run leaves
+// with ID k, so its ICRC must be the one for ID k.
+uint32_t ipv4_id_icrc_delta(uint16_t id, size_t ip_header_len, size_t rest_len);
+
 // ICRC of an IP packet that carries a RoCEv2 packet (IP header to the end of the
 // UDP payload, whose last 4 bytes are the ICRC slot and are not covered).
 // Precondition: the packet parsed with parse_ip_udp and parse_roce.

@@ -33,6 +33,17 @@ TEST(ShimConfig, ZeroConfigurationIsOneDeviceOnAFreeLoopbackAddress) {
   EXPECT_EQ(c->mtu, 0u);  // 0: from the interface
   EXPECT_TRUE(c->pcap_path.empty());
   EXPECT_TRUE(c->events_path.empty());
+  EXPECT_FALSE(c->wire_exact);  // UDP GSO by default
+}
+
+TEST(ShimConfig, WireExactIsOneDatagramPerPacket) {
+  std::string error;
+  auto c = parse({{"ROCELAB_WIRE_EXACT", "1"}}, error);
+  ASSERT_TRUE(c) << error;
+  EXPECT_TRUE(c->wire_exact);
+  c = parse({{"ROCELAB_WIRE_EXACT", "0"}}, error);
+  ASSERT_TRUE(c) << error;
+  EXPECT_FALSE(c->wire_exact);
 }
 
 TEST(ShimConfig, DevicesWithAddressesMtuAndFiles) {

@@ -59,6 +59,25 @@ std::optional<Ipv4Unseen> recover(std::vector<std::byte> p) {
   return solve_ipv4_unseen(assumed ^ carried, kIpv4HeaderLen, rest);
 }
 
+// A GSO sender rewrites each segment's ICRC for the ID the kernel will give it:
+// the ICRC computed for ID 0, XOR ipv4_id_icrc_delta(id), is the ICRC computed
+// with that ID in the header, for every ID bit and many lengths.
+TEST(IcrcRecovery, TheIdDeltaTurnsTheIcrcForId0IntoTheIcrcForAnyId) {
+  Rng rng{7};
+  for (int i = 0; i < 2000; ++i) {
+    const uint64_t r = rng.next();
+    const uint16_t id = i < 16 ? static_cast<uint16_t>(1u << i) : static_cast<uint16_t>(r);
+    const size_t len = (r >> 20) % 4097;
+    const auto p0 = packet(0, true, len, r >> 32);
+    const auto pk = packet(id, true, len, r >> 32);
+    const uint32_t icrc0 = load_le32(p0.data() + p0.size() - kIcrcLen);
+    const uint32_t icrck = load_le32(pk.data() + pk.size() - kIcrcLen);
+    const size_t rest = p0.size() - kIpv4HeaderLen - kUdpHeaderLen - kBthLen - kIcrcLen;
+    ASSERT_EQ(icrc0 ^ ipv4_id_icrc_delta(id, kIpv4HeaderLen, rest), icrck) << "id " << id << " len " << len;
+  }
+  EXPECT_EQ(ipv4_id_icrc_delta(0, kIpv4HeaderLen, 100), 0u);
+}
+
 TEST(IcrcRecovery, TheIdAndDfOfEveryPacketAreRecoveredExactly) {
   Rng rng{1};
   for (int i = 0; i < 3000; ++i) {

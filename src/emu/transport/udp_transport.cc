@@ -23,6 +23,8 @@
 
 #include "emu/transport/timer_queue.h"
 #include "emu/transport/unreachable_set.h"
+#include "wire/byte_order.h"
+#include "wire/icrc.h"
 #include "wire/packet.h"
 
 #ifndef UDP_SEGMENT
@@ -505,6 +507,29 @@ bool same_endpoint(const wire::IpUdpInfo& a, const wire::IpUdpInfo& b) {
          a.ttl == b.ttl;
 }
 
+// Whether datagram e shares its bytes with one of run (a fault injector's
+// duplicate): such a pair cannot be two segments whose ICRCs differ.
+bool shares_bytes(std::span<const Datagram> run, const Datagram& e) {
+  for (const Datagram& x : run)
+    if (x.payload.data() == e.payload.data()) return true;
+  return false;
+}
+
+// XORs into the ICRC of segment k (k >= 1) of an IPv4 GSO run what makes it
+// the ICRC for IPv4 Identification k; a second call undoes it (the same XOR).
+// The payloads are the engine's (or the fault injector's) own, writable
+// buffers; send() gives them back unchanged.
+void set_segment_icrcs(std::span<const Datagram> run) {
+  for (size_t k = 1; k < run.size(); ++k) {
+    auto* p = const_cast<std::byte*>(run[k].payload.data());
+    const size_t len = run[k].payload.size();
+    const size_t rest = len - wire::kBthLen - wire::kIcrcLen;
+    std::byte* icrc = p + len - wire::kIcrcLen;
+    wire::store_le32(icrc, wire::load_le32(icrc) ^
+                               wire::ipv4_id_icrc_delta(static_cast<uint16_t>(k), wire::kIpv4HeaderLen, rest));
+  }
+}
+
 // Appends one control message at offset msg_controllen of m.msg_control (which
 // has room for kCmsgBytes).
 template <typename T>
@@ -528,8 +553,9 @@ size_t UdpTransport::Impl::send_run(int fd, std::span<const Datagram> run) {
     size_t nmsg = 0, niov = 0, j = i;
     while (j < run.size() && nmsg < kTxMsgs) {
       const Datagram& d = run[j];
-      const bool gso_ok = is_loopback(d.ip.dst) ? cfg.gso_loopback
-                                                : cfg.gso && (d.ip.dst.v6 || cfg.gso_ipv4);
+      const bool gso_ok = (is_loopback(d.ip.dst) ? cfg.gso_loopback
+                                                 : cfg.gso && (d.ip.dst.v6 || cfg.gso_ipv4)) &&
+                          d.payload.size() >= wire::kBthLen + wire::kIcrcLen;
       size_t segs = 1, bytes = d.payload.size();
       tx_iov[niov] = {const_cast<std::byte*>(d.payload.data()), d.payload.size()};
       if (gso_ok) {
@@ -537,7 +563,9 @@ size_t UdpTransport::Impl::send_run(int fd, std::span<const Datagram> run) {
         while (j + segs < run.size() && segs < kMaxGsoSegments) {
           const Datagram& e = run[j + segs];
           if (!same_endpoint(d.ip, e.ip) || e.payload.size() > seg || e.payload.empty() ||
-              bytes + e.payload.size() > kMaxGsoBytes)
+              bytes + e.payload.size() > kMaxGsoBytes ||
+              e.payload.size() < wire::kBthLen + wire::kIcrcLen ||
+              shares_bytes(run.subspan(j, segs), e))
             break;
           tx_iov[niov + segs] = {const_cast<std::byte*>(e.payload.data()), e.payload.size()};
           bytes += e.payload.size();
@@ -564,11 +592,21 @@ size_t UdpTransport::Impl::send_run(int fd, std::span<const Datagram> run) {
       }
       if (m.msg_controllen == 0) m.msg_control = nullptr;
       tx_count[nmsg] = segs;
+      // IPv4: the kernel gives segment k of a GSO send the Identification k
+      // (unconnected DF socket: 0 for the first, then counting up; the
+      // ICRC covers the ID). The datagrams came with ICRCs for ID 0: each
+      // segment's is made the one for its ID here, and put back after the send.
+      if (segs > 1 && !d.ip.dst.v6) set_segment_icrcs(run.subspan(j, segs));
       niov += segs;
       j += segs;
       ++nmsg;
     }
     size_t done = 0, reported_errors = 0;
+    // The ICRCs of IPv4 GSO segments go back to ID 0 however the send ends.
+    auto restore_icrcs = [&] {
+      for (size_t k = 0, at = i; k < nmsg; at += tx_count[k], ++k)
+        if (tx_count[k] > 1 && !run[at].ip.dst.v6) set_segment_icrcs(run.subspan(at, tx_count[k]));
+    };
     while (done < nmsg) {
       int r = ::sendmmsg(fd, &tx_msgs[done], static_cast<unsigned>(nmsg - done), 0);
       if (r > 0) {
@@ -591,6 +629,7 @@ size_t UdpTransport::Impl::send_run(int fd, std::span<const Datagram> run) {
         // Full: the rest are dropped, as a NIC would drop them (RC recovers).
         for (size_t k = done; k < nmsg; ++k) ustats.tx_dropped_full += tx_count[k];
         for (size_t k = j; k < run.size(); ++k) ++ustats.tx_dropped_full;
+        restore_icrcs();
         return handed;
       }
       const int err = errno;
@@ -604,6 +643,7 @@ size_t UdpTransport::Impl::send_run(int fd, std::span<const Datagram> run) {
       stats.tx_errors += tx_count[done];  // this message is refused: skip it
       ++done;
     }
+    restore_icrcs();
     i = j;
   }
   return handed;

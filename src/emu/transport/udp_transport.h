@@ -16,13 +16,15 @@
 // Send sockets are bound lazily per source port in 0xC000-0xFFFF; call
 // reserve_source_port() first to learn which ports are usable. Runs of datagrams
 // from one source port to one destination with equal sizes (the last may be
-// shorter) may leave as one UDP GSO send. By default only over IPv6 off
-// loopback: when the kernel segments an IPv4 GSO packet in software it numbers
-// the IDs 0, 1, 2, ..., which breaks the ICRC of every segment but the first
-// (tests/emu/transport/udp_netns_test.cc shows it on a veth pair); and on
-// loopback nothing segments at all, so `tshark -i lo` would see one
-// super-datagram instead of genuine RoCEv2 packets (a rocelab receiver with GRO
-// splits it correctly: gso_loopback trades that for 3-5x the packet rate).
+// shorter) leave as one UDP GSO send (sendmmsg of up to 64 such messages).
+// Where the kernel segments an IPv4 GSO send (on a real link, or on delivery
+// to a socket without GRO) it numbers the segments' IDs 0, 1, 2, ...: the
+// ICRC of segment k is rewritten for ID k before the send and put back after
+// (tests/emu/transport/udp_netns_test.cc reads them on a veth pair). On
+// loopback nothing is segmented for a receiver with GRO, so `tcpdump -i lo`
+// sees super-datagrams where a NIC would send packets; a rocelab receiver
+// splits them by the GRO segment size and recovers each segment's ID from its
+// ICRC. UdpTransportConfig::wire_exact() sends one datagram per packet.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -42,8 +44,16 @@ struct UdpTransportConfig {
   size_t rx_batch = 32;        // recvmmsg slots (each holds one GRO super-datagram)
   bool gro = true;             // UDP_GRO on the receive socket
   bool gso = true;             // UDP_SEGMENT for runs of equal-size datagrams: IPv6 ...
-  bool gso_ipv4 = false;       // ... and IPv4 (breaks the ICRC where the kernel segments)
-  bool gso_loopback = false;   // ... and to loopback addresses (127/8, ::1), both families
+  bool gso_ipv4 = true;        // ... and IPv4 (each segment's ICRC made for the ID it gets)
+  bool gso_loopback = true;    // ... and to loopback addresses (127/8, ::1), both families
+  // One datagram per packet everywhere (no GSO): what a capture of the
+  // interface (tcpdump -i lo) shows is then packet for packet what a NIC
+  // would send. rocelab run --wire-exact.
+  static UdpTransportConfig wire_exact() {
+    UdpTransportConfig c;
+    c.gso = c.gso_ipv4 = c.gso_loopback = false;
+    return c;
+  }
   int socket_buffer_bytes = 4 << 20;  // SO_RCVBUF / SO_SNDBUF (forced when permitted)
   // IPv6 link-local (fe80::/10) addresses mean nothing without an interface:
   // the index of the interface of a link-local local address, used to bind it

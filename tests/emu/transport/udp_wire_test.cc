@@ -29,7 +29,8 @@ TEST(UdpWire, PacketsLeaveWithTheHeadersTheirIcrcWasComputedFor) {
                     "udp port 4791 and src host " + a_str + " and dst host " + b_str);
   ASSERT_TRUE(cap.ok()) << cap.error();
 
-  auto a = UdpTransport::open(std::move(*ra));
+  // One datagram per packet: on lo a GSO send would be one super-datagram.
+  auto a = UdpTransport::open(std::move(*ra), UdpTransportConfig::wire_exact());
   auto b = UdpTransport::open(std::move(*rb));
   ASSERT_TRUE(a && b);
   auto sport = (*a)->reserve_source_port(0xC0DE);
