@@ -8,8 +8,6 @@ namespace rocelab::emu {
 
 namespace {
 
-constexpr size_t kBufferReserve = 4096 + 128;
-
 uint64_t splitmix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -125,19 +123,6 @@ void FaultInjector::report(FaultDir dir, const Datagram& d, const Decision& dec)
   r.delayed = dec.delay > Nanos(0);
   r.reordered = dec.reorder;
   observer_(r);
-}
-
-uint32_t FaultInjector::copy(std::span<const std::byte> payload) {
-  uint32_t b;
-  if (!free_.empty()) {
-    b = free_.back();
-    free_.pop_back();
-  } else {
-    b = static_cast<uint32_t>(buffers_.size());
-    buffers_.emplace_back().reserve(kBufferReserve);
-  }
-  buffers_[b].assign(payload.begin(), payload.end());
-  return b;
 }
 
 // Flips one bit. BTH byte 4 (FECN, BECN, reserved) is masked out of the ICRC,

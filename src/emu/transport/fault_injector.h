@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "emu/transport/fault_config.h"
+#include "emu/transport/datagram_pool.h"
 #include "emu/transport/transport.h"
 
 namespace rocelab::emu {
@@ -108,9 +109,9 @@ class FaultInjector final : public Transport {
   Decision decide(FaultDir dir, const Datagram& d);
   void report(FaultDir dir, const Datagram& d, const Decision& dec);
   bool fires(RuleState& s, FaultDir dir, const Datagram& d, Nanos since_start);
-  uint32_t copy(std::span<const std::byte> payload);
-  std::span<std::byte> bytes(uint32_t buf, uint32_t len) { return {buffers_[buf].data(), len}; }
-  void release_buffer(uint32_t buf) { free_.push_back(buf); }
+  uint32_t copy(std::span<const std::byte> payload) { return pool_.copy(payload); }
+  std::span<std::byte> bytes(uint32_t buf, uint32_t len) { return pool_.bytes(buf, len); }
+  void release_buffer(uint32_t buf) { pool_.release(buf); }
   static void flip_bit(std::span<std::byte> p, uint64_t draw);
   void hold(FaultDir dir, const Datagram& d, const Decision& dec, std::span<const std::byte> payload);
   void passed(FaultDir dir);  // a packet went by: count down reorder holds
@@ -126,8 +127,7 @@ class FaultInjector final : public Transport {
   uint64_t seed_;
   Nanos start_;
   FaultStats stats_;
-  std::vector<std::vector<std::byte>> buffers_;
-  std::vector<uint32_t> free_;
+  DatagramPool pool_;
   std::vector<Held> held_;
   uint64_t next_seq_ = 0;
   std::vector<Datagram> out_;          // send scratch

@@ -12,7 +12,6 @@ namespace rocelab::emu {
 namespace {
 constexpr size_t kMaxUdpPayload = 65507;
 constexpr size_t kEthOverhead = wire::kEthHeaderLen + 4;  // header + FCS, for serialization
-constexpr size_t kBufferReserve = 4096 + 128;  // one MTU-sized RoCE packet
 }  // namespace
 
 // One port: the transport of one attached address.
@@ -21,7 +20,7 @@ class SimPort final : public Transport {
   SimPort(SimFabric& fabric, const wire::IpAddr& addr) : fabric_(fabric), addr_(addr) {}
   ~SimPort() override {
     for (const Arrival& a : arrivals_) {
-      fabric_.give_back(a.buf);
+      fabric_.pool_.release(a.buf);
       ++fabric_.stats_.dropped_detached;
     }
     fabric_.detach(this);
@@ -55,7 +54,7 @@ class SimPort final : public Transport {
         for (const SimFabric::Member& m : fabric_.members_) {
           if (!(m.group == d.ip.dst)) continue;
           m.port->arrive({depart + fabric_.cfg_.latency, fabric_.next_seq_++,
-                          fabric_.take_buffer(d.payload), static_cast<uint32_t>(d.payload.size()), d.ip});
+                          fabric_.pool_.copy(d.payload), static_cast<uint32_t>(d.payload.size()), d.ip});
         }
         continue;
       }
@@ -66,7 +65,7 @@ class SimPort final : public Transport {
         continue;
       }
       dst->arrive({depart + fabric_.cfg_.latency, fabric_.next_seq_++,
-                   fabric_.take_buffer(d.payload), static_cast<uint32_t>(d.payload.size()), d.ip});
+                   fabric_.pool_.copy(d.payload), static_cast<uint32_t>(d.payload.size()), d.ip});
     }
     return sent;
   }
@@ -78,13 +77,13 @@ class SimPort final : public Transport {
       std::pop_heap(arrivals_.begin(), arrivals_.end(), later);
       const Arrival a = arrivals_.back();
       arrivals_.pop_back();
-      Datagram d{a.ip, fabric_.bytes(a.buf, a.len)};
+      Datagram d{a.ip, std::as_const(fabric_.pool_).bytes(a.buf, a.len)};
       ++stats_.rx_datagrams;
       stats_.rx_bytes += a.len;
       ++fabric_.stats_.delivered;
       ++n;
       handler(d);  // may send, even to this port
-      fabric_.give_back(a.buf);
+      fabric_.pool_.release(a.buf);
     }
     if (n != 0) ++stats_.rx_batches;
     return n;
@@ -176,25 +175,6 @@ SimPort* SimFabric::find(const wire::IpAddr& addr) const {
 void SimFabric::detach(SimPort* port) {
   std::erase(ports_, port);
   std::erase_if(members_, [port](const Member& m) { return m.port == port; });
-}
-
-uint32_t SimFabric::take_buffer(std::span<const std::byte> payload) {
-  uint32_t b;
-  if (!free_buffers_.empty()) {
-    b = free_buffers_.back();
-    free_buffers_.pop_back();
-  } else {
-    b = static_cast<uint32_t>(buffers_.size());
-    buffers_.emplace_back().reserve(kBufferReserve);
-  }
-  buffers_[b].assign(payload.begin(), payload.end());
-  return b;
-}
-
-void SimFabric::give_back(uint32_t buf) { free_buffers_.push_back(buf); }
-
-std::span<const std::byte> SimFabric::bytes(uint32_t buf, uint32_t len) const {
-  return std::span(buffers_[buf]).first(len);
 }
 
 Nanos SimFabric::next_event() const {

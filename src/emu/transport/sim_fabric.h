@@ -24,6 +24,7 @@
 #include <memory>
 #include <vector>
 
+#include "emu/transport/datagram_pool.h"
 #include "emu/transport/transport.h"
 #include "wire/ip_udp.h"
 
@@ -80,11 +81,7 @@ class SimFabric {
 
  private:
   friend class SimPort;
-  struct Buffer;
   SimPort* find(const wire::IpAddr& addr) const;
-  uint32_t take_buffer(std::span<const std::byte> payload);
-  void give_back(uint32_t buf);
-  std::span<const std::byte> bytes(uint32_t buf, uint32_t len) const;
   void detach(SimPort* port);
 
   SimFabricConfig cfg_;
@@ -99,8 +96,7 @@ class SimFabric {
     int joins;
   };
   std::vector<Member> members_;
-  std::vector<std::vector<std::byte>> buffers_;
-  std::vector<uint32_t> free_buffers_;
+  DatagramPool pool_;  // the payloads in flight
   SimFabricStats stats_;
 };
 
