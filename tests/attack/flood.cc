@@ -1,0 +1,115 @@
+// rocelab_flood: the network attacker of issue #15 as a process of its own. It
+// sends genuine RoCEv2 packets (correct ICRC, built with src/wire's encoder)
+// from its own address to a victim, as fast as one UDP socket goes:
+//   - RC RDMA WRITE Only to random QPNs (nobody has them: the victim must drop
+//     and count each, drop_unknown_qp), and
+//   - the same to the victim's connected QP, from the attacker's address, with
+//     random PSNs and R_Keys (the QP takes packets only from its peer's
+//     address: drop_source_address).
+// It prints how many it sent and how fast. Used by tests/attack/flood.sh.
+#include <CLI/CLI.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/udp.hpp>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include "wire/icrc.h"
+#include "wire/ip_udp.h"
+#include "wire/packet.h"
+
+namespace asio = boost::asio;
+using namespace rocelab;
+
+namespace {
+
+struct Rng {  // splitmix64
+  uint64_t s;
+  uint64_t next() {
+    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+};
+
+// One RC WRITE Only of 64 bytes from src:sport to dst, its ICRC computed.
+std::vector<std::byte> packet(const wire::IpAddr& src, uint16_t sport, const wire::IpAddr& dst, uint32_t qpn,
+                              Rng& rng) {
+  wire::RoceHeaders h;
+  h.bth.opcode = wire::op::kRcWriteOnly;
+  h.bth.dest_qpn = wire::Qpn(qpn);
+  h.bth.psn = wire::Psn(static_cast<uint32_t>(rng.next()) & wire::kMask24);
+  h.bth.ack_req = true;
+  h.reth.va = rng.next();
+  h.reth.rkey = static_cast<uint32_t>(rng.next());
+  h.reth.dma_len = 64;
+  std::vector<std::byte> payload(64, std::byte{0xA5});
+  std::vector<std::byte> buf(wire::kMaxRoceLen);
+  auto n = wire::encode_roce(buf, h, payload);
+  if (!n) return {};
+  buf.resize(*n);
+  wire::IpUdpInfo ip;
+  ip.src = src;
+  ip.dst = dst;
+  ip.sport = sport;
+  std::array<std::byte, wire::kIpv4HeaderLen + wire::kUdpHeaderLen> hdr{};
+  wire::write_ip_udp(hdr.data(), ip, buf.size());
+  wire::IcrcAccumulator acc(hdr.data(), wire::kIpv4HeaderLen, buf.data());
+  acc.add(std::span<const std::byte>(buf).subspan(wire::kBthLen, buf.size() - wire::kBthLen - wire::kIcrcLen));
+  for (int i = 0; i < 4; ++i) buf[buf.size() - 4 + i] = std::byte(static_cast<uint8_t>(acc.value() >> (8 * i)));
+  return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"rocelab_flood: send a flood of genuine RoCEv2 packets at a victim (issue #15)"};
+  std::string from, to;
+  uint32_t victim_qpn = 0;
+  uint64_t count = 1'000'000;
+  double share = 0.5;
+  app.add_option("--from", from, "the attacker's IPv4 address (bound, source port 0xC000)")->required();
+  app.add_option("--to", to, "the victim's IPv4 address (UDP 4791)")->required();
+  app.add_option("--qpn", victim_qpn, "the victim's connected QPN (0: random QPNs only)");
+  app.add_option("--count", count, "packets to send")->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
+  app.add_option("--victim-share", share, "fraction of the packets to --qpn")->check(CLI::Range(0.0, 1.0));
+  CLI11_PARSE(app, argc, argv);
+  auto src = wire::IpAddr::parse(from), dst = wire::IpAddr::parse(to);
+  if (!src || !dst || src->v6 || dst->v6) {
+    std::fprintf(stderr, "rocelab_flood: --from and --to must be IPv4 addresses\n");
+    return 2;
+  }
+  asio::io_context io;
+  asio::ip::udp::socket sock(io);
+  boost::system::error_code ec;
+  sock.open(asio::ip::udp::v4(), ec);
+  if (!ec) sock.bind({asio::ip::make_address_v4(src->v4_u32()), 0xC000}, ec);
+  if (ec) {
+    std::fprintf(stderr, "rocelab_flood: cannot bind %s:49152: %s\n", from.c_str(), ec.message().c_str());
+    return 1;
+  }
+  // A ring of prebuilt packets (the QPNs and PSNs vary over it).
+  Rng rng{0xF100D};
+  std::vector<std::vector<std::byte>> ring;
+  const size_t kRing = 4096;
+  for (size_t i = 0; i < kRing; ++i) {
+    const bool at_victim = victim_qpn != 0 && static_cast<double>(i) < share * kRing;
+    uint32_t qpn = at_victim ? victim_qpn : static_cast<uint32_t>(0x100000 + rng.next() % 0xE00000);
+    ring.push_back(packet(*src, 0xC000, *dst, qpn, rng));
+    if (ring.back().empty()) return 1;
+  }
+  const asio::ip::udp::endpoint ep(asio::ip::make_address_v4(dst->v4_u32()), wire::kRoceV2Port);
+  const auto t0 = std::chrono::steady_clock::now();
+  uint64_t sent = 0, refused = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    const auto& p = ring[(i * 2654435761u) % kRing];
+    sock.send_to(asio::buffer(p.data(), p.size()), ep, 0, ec);
+    ec ? ++refused : ++sent;
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("rocelab_flood: sent %llu packets in %.2f s (%.0f packets/s), %llu refused by the socket\n",
+              static_cast<unsigned long long>(sent), s, static_cast<double>(sent) / s,
+              static_cast<unsigned long long>(refused));
+  return 0;
+}

@@ -1,0 +1,72 @@
+#!/bin/bash
+# A flood at a victim (issue #15): an unmodified ib_write_bw server under
+# `rocelab run --counters` at VICTIM_IP transfers to its client at PEER_IP
+# (perftest -D: a fixed duration); meanwhile rocelab_flood, a process of its
+# own at ATTACKER_IP, sends COUNT genuine RoCEv2 packets (correct ICRCs): half
+# RDMA WRITEs to random QPNs, half to the victim's connected QP (random PSNs
+# and R_Keys) from the attacker's address. Judged:
+#   - the transfer completes: both perftests exit 0 and print their result;
+#   - the victim's memory stays bounded: VmRSS grows by less than 32 MiB over
+#     the flood (the engine allocates nothing per packet it receives; the
+#     bound leaves room for the allocator and stdio, not for a queue of
+#     millions of packets, which would be hundreds of MiB);
+#   - the victim counted what it refused, by cause: drop_unknown_qp and
+#     drop_source_address both > 0, and no WRITE of the attacker's executed
+#     (the client's QP saw no error; the server's MR is not the attacker's to
+#     write: a packet from another address never reaches the responder);
+#   - the CPU the victim spent during the flood is reported.
+#
+#   flood.sh ROCELAB ROCELAB_FLOOD PORT VICTIM_IP PEER_IP ATTACKER_IP [COUNT]
+set -u
+rocelab=$1 flood=$2 port=$3 vip=$4 pip=$5 aip=$6 count=${7:-2000000}
+work=$(mktemp -d /tmp/rocelab-flood.XXXXXX)
+srv="" cli=""
+cleanup() {
+  [ -n "$srv" ] && kill -9 "$srv" 2>/dev/null
+  [ -n "$cli" ] && kill -9 "$cli" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+status=0
+check() {  # WHAT GOT WANT
+  if [ "$2" = "$3" ]; then echo "ok: $1 = $2"; else echo "FAIL: $1 = '$2', want '$3'"; status=1; fi
+}
+# `rocelab run` execs the program: $! is perftest itself (its /proc is the victim's).
+"$rocelab" run --counters --ip "$vip" -- stdbuf -oL ib_write_bw -s 65536 -D 10 -p "$port" \
+  >"$work/server.out" 2>"$work/server.err" &
+srv=$!
+for _ in $(seq 1 200); do ss -Hltn "sport = :$port" | grep -q . && break; sleep 0.05; done
+"$rocelab" run --ip "$pip" -- ib_write_bw -s 65536 -D 10 -p "$port" "$vip" >"$work/client.out" 2>&1 &
+cli=$!
+qpn=""
+for _ in $(seq 1 200); do
+  qpn=$(sed -n 's/^ *local address: .*QPN \(0x[0-9a-f]*\).*/\1/p' "$work/server.out" | head -1)
+  [ -n "$qpn" ] && grep -q "^ #bytes" "$work/server.out" && break
+  sleep 0.05
+done
+[ -n "$qpn" ] || { echo "FAIL: the server never printed its QPN"; cat "$work/server.out" "$work/server.err"; exit 1; }
+echo "victim: ib_write_bw server, pid $srv, QP $qpn at $vip"
+rss() { awk '/^VmRSS:/ {print $2}' "/proc/$srv/status"; }
+cpu() { awk '{print $14 + $15}' "/proc/$srv/stat"; }  # utime + stime, clock ticks
+rss0=$(rss) cpu0=$(cpu) t0=$(date +%s.%N)
+"$flood" --from "$aip" --to "$vip" --qpn "$qpn" --count "$count" | tee "$work/flood.out"
+rss1=$(rss) cpu1=$(cpu) t1=$(date +%s.%N)
+hwm=$(awk '/^VmHWM:/ {print $2}' "/proc/$srv/status")
+wait "$cli"; crc=$?; cli=""
+wait "$srv"; src=$?; srv=""
+hz=$(getconf CLK_TCK)
+echo "victim during the flood: VmRSS ${rss0} -> ${rss1} KiB (peak ${hwm} KiB);" \
+  "CPU $(awk -v a="$cpu0" -v b="$cpu1" -v hz="$hz" 'BEGIN {printf "%.2f", (b - a) / hz}') s" \
+  "in $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}') s of flood"
+check "client's exit status" "$crc" 0
+check "server's exit status" "$src" 0
+check "client's result line" "$(grep -cE '^ 65536 +[0-9]+ +[0-9.]+ +[0-9.]+' "$work/client.out")" 1
+echo "client under the flood: $(grep -E '^ 65536 ' "$work/client.out")  (#bytes #iterations peak avg [MB/s] Mpps)"
+check "victim's VmRSS growth under 32 MiB" "$([ $((rss1 - rss0)) -lt 32768 ] && echo yes || echo "no: $((rss1 - rss0)) KiB")" yes
+counters=$(grep -o 'counters: .*' "$work/server.err" | head -1)
+echo "victim's $counters"
+get() { echo "$counters" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+check "drop_unknown_qp counted" "$([ "$(get drop_unknown_qp)" -gt 0 ] 2>/dev/null && echo yes)" yes
+check "drop_source_address counted" "$([ "$(get drop_source_address)" -gt 0 ] 2>/dev/null && echo yes)" yes
+[ $status = 0 ] || { echo "== server"; cat "$work/server.out" "$work/server.err"; echo "== client"; cat "$work/client.out"; }
+exit $status
