@@ -123,6 +123,7 @@ void Device::Engine::helper_loop() {
 
 size_t Device::Engine::progress_locked() {
   const size_t n = transport->poll(on_recv, 64);
+  if (!starved.empty()) req_kick_starved(*this);
   for (QpImpl* qp : ack_list) resp_flush_ack(*qp);
   ack_list.clear();
   tx_flush();

@@ -73,6 +73,11 @@ class Device::Engine {
 
   TxQueue tx;
   std::vector<QpImpl*> ack_list;  // QPs with a deferred ACK (reserved capacity)
+  // RC PSNs sent and not yet acknowledged, over all QPs, and the QPs waiting
+  // for some of that budget to come back before they send new packets
+  // (requester.cc, "The device's in-flight budget").
+  int64_t inflight_psns = 0;
+  std::deque<QpImpl*> starved;
   // Peers the transport reported unreachable (ICMP) and that have not sent
   // anything since: an RC QP with retry_cnt 7 stops retrying towards them.
   UnreachableSet gone_peers;

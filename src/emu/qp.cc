@@ -142,6 +142,8 @@ std::error_code Device::destroy_qp(Qp* qpp) {
   if (qp->srq_) qp->srq_->users--;
   if (qp->xrcd) qp->xrcd->users--;
   std::erase(e.ack_list, qp);
+  e.inflight_psns -= qp->req.counted;
+  if (qp->req.starved) std::erase(e.starved, qp);
   for (auto it = e.qps.begin(); it != e.qps.end(); ++it) {
     if (it->get() == qp) {
       e.qps.erase(it);

@@ -49,6 +49,12 @@ struct Requester {
   uint32_t rd_atomic_inflight = 0;  // READ/atomic WQEs in [head, cur)
   uint32_t noack_pkts = 0;          // packets since the last AckReq
   bool rnr_wait = false;            // paused until the RNR timer fires
+  // The device's in-flight budget (requester.cc): the first PSN never sent,
+  // how many PSNs of this QP the device counts as in flight, and whether the
+  // QP waits in the device's queue for budget.
+  Psn sent_psn;
+  uint32_t counted = 0;
+  bool starved = false;
 };
 
 // Completer (completer.cc): acknowledgements, retries, the retransmit timer.

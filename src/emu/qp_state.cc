@@ -131,6 +131,9 @@ void enter(QpImpl& qp, QpState from, QpState to) {
       qp.comp.rnr_timer->cancel();
       qp.sq_head = qp.sq_tail = 0;
       qp.rq.clear();
+      // The device's in-flight budget gets this QP's share back (requester.cc).
+      qp.eng->inflight_psns -= qp.req.counted;
+      if (qp.req.starved) std::erase(qp.eng->starved, &qp);
       qp.req = Requester{};
       qp.resp.seq = Responder::Seq::kNone;
       qp.resp.have_wqe = qp.resp.ack_pending = qp.resp.nak_sent = qp.resp.uc_drop = false;
@@ -180,6 +183,7 @@ void set_state(QpImpl& qp, QpState s) {
   }
   qp.state_ = s;
   qp.attr.qp_state = s;
+  if (qp.req.counted != 0) req_budget_sync(qp);  // ERR and RESET give the QP's share back
 }
 
 std::string Qp::last_refusal() const {
@@ -327,6 +331,7 @@ std::error_code Qp::modify(const QpAttr& a, uint32_t mask) {
   if (mask & kSqPsn) {
     s.sq_psn = a.sq_psn & wire::kMask24;
     qp.req.next_psn = Psn(s.sq_psn);
+    qp.req.sent_psn = Psn(s.sq_psn);
     qp.comp.psn = Psn(s.sq_psn);
   }
   if (mask & kMaxDestRdAtomic) {

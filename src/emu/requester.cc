@@ -14,6 +14,15 @@ using wire::OpClass;
 namespace op = wire::op;
 
 constexpr int32_t kPsnWindow = 128;    // rxe RXE_MAX_UNACKED_PSNS
+// The device's in-flight budget: RC PSNs sent and not yet acknowledged over
+// all its QPs. One QP's window (128) is far below it; thousands of QPs at
+// once would otherwise put thousands of windows on the wire in one burst,
+// more than the peer's socket buffer (4 MiB: 1024 packets at MTU 4096) can
+// hold, and the losses bring every QP's retransmission timer at once: with
+// 3,000 QPs of perftest, RETRY_EXC_ERR. A QP that finds the budget spent
+// waits in the device's queue (FIFO) and sends when ACKs bring budget back;
+// retransmissions are never held (their PSNs are counted already).
+constexpr int64_t kDeviceInflightPsns = 1024;
 constexpr uint32_t kAckReqEvery = 64;  // AckReq at least this often within long messages
 
 // imm_data is kept as ibv keeps it: the wire bytes in memory (network order).
@@ -96,10 +105,30 @@ void send_packet(QpImpl& qp, SendWqe& w) {
 
 }  // namespace
 
+void req_budget_sync(QpImpl& qp) {
+  const bool holds = qp.reliable() && (qp.state_ == QpState::kRts || qp.state_ == QpState::kSqd);
+  const int32_t d = holds ? qp.req.sent_psn.distance(qp.comp.psn) : 0;
+  const uint32_t now = d > 0 ? static_cast<uint32_t>(d) : 0;
+  qp.eng->inflight_psns += static_cast<int64_t>(now) - static_cast<int64_t>(qp.req.counted);
+  qp.req.counted = now;
+}
+
+void req_kick_starved(Engine& e) {
+  // Each QP at most once a round: one that starves again goes to the back.
+  for (size_t n = e.starved.size(); n > 0 && !e.starved.empty() && e.inflight_psns < kDeviceInflightPsns; --n) {
+    QpImpl* qp = e.starved.front();
+    e.starved.pop_front();
+    qp->req.starved = false;
+    req_run(*qp);
+  }
+}
+
 void req_run(QpImpl& qp) {
   if (qp.state_ != QpState::kRts && qp.state_ != QpState::kSqd) return;
   if (qp.req.rnr_wait) return;
   const bool rc = qp.reliable();
+  if (rc) req_budget_sync(qp);  // what was acknowledged since comes back to the device
+  Engine& e = *qp.eng;
   bool sent = false;
   while (qp.req.cur != qp.sq_tail && qp.state_ != QpState::kErr) {
     SendWqe& w = qp.wqe(qp.req.cur);
@@ -138,8 +167,25 @@ void req_run(QpImpl& qp) {
       qp.req.cur_pkt = 0;
     }
     if (rc && (w.first_psn + qp.req.cur_pkt).distance(qp.comp.psn) >= kPsnWindow) break;
+    if (rc && !(w.first_psn + qp.req.cur_pkt).before(qp.req.sent_psn) &&
+        e.inflight_psns >= kDeviceInflightPsns) {
+      if (!qp.req.starved) {  // a new packet, and the device's budget is spent
+        qp.req.starved = true;
+        e.starved.push_back(&qp);
+      }
+      break;
+    }
     send_packet(qp, w);
     sent = true;
+    if (rc) {
+      const Psn after = w.first_psn + qp.req.cur_pkt;  // a READ counts its response PSNs
+      if (after.after(qp.req.sent_psn)) {
+        const auto n = static_cast<uint32_t>(after.distance(qp.req.sent_psn));
+        qp.req.sent_psn = after;
+        qp.req.counted += n;
+        e.inflight_psns += n;
+      }
+    }
     if (qp.req.cur_pkt >= w.npkts) {
       if (w.is_rd_atomic()) qp.req.rd_atomic_inflight++;
       qp.req.cur++;

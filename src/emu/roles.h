@@ -12,6 +12,12 @@ void req_rewind(QpImpl& qp, Psn psn);
 
 // completer.cc: processes an ACK, NAK, READ response or ATOMIC ACK.
 void comp_on_response(QpImpl& qp, const wire::RocePacket& pkt);
+// requester.cc: the device's in-flight budget. req_budget_sync recounts qp's
+// share (after its acknowledged PSN moved, or its state changed: ERR and
+// RESET hold none); req_kick_starved lets waiting QPs send while budget lasts
+// (progress_locked, after the received packets).
+void req_budget_sync(QpImpl& qp);
+void req_kick_starved(Engine& e);
 // (Re)arms or cancels the retransmit timer after the requester or completer moved.
 void comp_update_timer(QpImpl& qp);
 void comp_on_retrans_timer(QpImpl& qp);
