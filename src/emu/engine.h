@@ -98,6 +98,8 @@ class Device::Engine {
 
   // recv.cc: checks and demux of one received datagram.
   void receive(const Datagram& d);
+  // recv.cc: the event log's PACKET_RECEIVED of pkt for qp (logging() only).
+  void log_received(const QpImpl& qp, const wire::RocePacket& pkt, const Datagram& d);
 
   // tx.cc: builds one packet (headers h, len payload bytes written by fill) for qp.
   template <typename Fill>

@@ -79,16 +79,7 @@ void Device::Engine::mcast_receive(const wire::RocePacket& pkt, const Datagram& 
       continue;
     }
     qp->ctr.rcvd_pkts++;
-    if (logging()) {
-      EngineEvent e;
-      e.kind = EventKind::kPacketReceived;
-      e.qpn = qp->qpn;
-      e.bth_opcode = pkt.hdr.bth.opcode;
-      e.psn = pkt.hdr.bth.psn.value();
-      e.dest_qpn = pkt.hdr.bth.dest_qpn.value();
-      e.length = static_cast<uint32_t>(d.payload.size());
-      log(e);
-    }
+    if (logging()) log_received(*qp, pkt, d);
     resp_on_request(*qp, pkt, d);  // UD: the Q_Key check, a receive WQE, the copy
   }
 }

@@ -119,6 +119,17 @@ bool transport_matches(QpType t, wire::Transport w) {
 
 }  // namespace
 
+void Device::Engine::log_received(const QpImpl& qp, const wire::RocePacket& pkt, const Datagram& d) {
+  EngineEvent e;
+  e.kind = EventKind::kPacketReceived;
+  e.qpn = qp.qpn;
+  e.bth_opcode = pkt.hdr.bth.opcode;
+  e.psn = pkt.hdr.bth.psn.value();
+  e.dest_qpn = pkt.hdr.bth.dest_qpn.value();
+  e.length = static_cast<uint32_t>(d.payload.size());
+  log(e);
+}
+
 void Device::Engine::receive(const Datagram& arrived) {
   auto parsed = wire::parse_roce(arrived.payload);
   if (!parsed) {
@@ -168,16 +179,7 @@ void Device::Engine::receive(const Datagram& arrived) {
     return drop(qp, d, "response for a PSN never sent", &Counters::rcvd_hdr_err);
   counters.rcvd_pkts++;
   qp->ctr.rcvd_pkts++;
-  if (logging()) {
-    EngineEvent e;
-    e.kind = EventKind::kPacketReceived;
-    e.qpn = qp->qpn;
-    e.bth_opcode = pkt.hdr.bth.opcode;
-    e.psn = pkt.hdr.bth.psn.value();
-    e.dest_qpn = pkt.hdr.bth.dest_qpn.value();
-    e.length = static_cast<uint32_t>(d.payload.size());
-    log(e);
-  }
+  if (logging()) log_received(*qp, pkt, d);
   if (is_request) {
     resp_on_request(*qp, pkt, d);
   } else {
