@@ -37,7 +37,9 @@ else
 fi
 work=$(mktemp -d /tmp/rocelab-flood.XXXXXX)
 srv="" cli=""
+watchdog=""
 cleanup() {
+  [ -n "$watchdog" ] && kill "$watchdog" 2>/dev/null
   [ -n "$srv" ] && kill -9 "$srv" 2>/dev/null
   [ -n "$cli" ] && kill -9 "$cli" 2>/dev/null
   declare -F netns_down >/dev/null && netns_down
@@ -56,6 +58,9 @@ srv=$!
 for _ in $(seq 1 200); do "${srv_prefix[@]}" ss -Hltn "sport = :$port" | grep -q . && break; sleep 0.05; done
 "${cli_prefix[@]}" "$rocelab" run --ip "$pip" -- ib_write_bw -s 65536 -D 16 -p "$port" "$vip" >"$work/client.out" 2>&1 &
 cli=$!
+# Nothing waits without a bound: both perftests are killed after 90 s whatever happens.
+( trap 'kill "$sp" 2>/dev/null; exit 0' TERM; sleep 90 & sp=$!; wait "$sp"; kill -9 "$srv" "$cli" ) >/dev/null 2>&1 &
+watchdog=$!
 qpn=""
 for _ in $(seq 1 200); do
   qpn=$(sed -n 's/^ *local address: .*QPN \(0x[0-9a-f]*\).*/\1/p' "$work/server.out" | head -1)
