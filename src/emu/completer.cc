@@ -187,6 +187,7 @@ CompState rnr_retry(QpImpl& qp, Scratch& s) {
   if (s.psn.after(qp.comp.psn)) qp.comp.psn = s.psn;
   req_rewind(qp, s.psn);
   qp.req.rnr_wait = true;
+  req_budget_sync(qp);  // nothing of it is in flight until the RNR timer fires
   qp.comp.retrans_timer->cancel();
   const uint32_t us = wire::rnr_timer_us(s.pkt.hdr.aeth.value5());
   qp.comp.rnr_timer->arm_at(qp.eng->transport->now() + std::chrono::microseconds(us));
@@ -248,12 +249,14 @@ void comp_on_response(QpImpl& qp, const wire::RocePacket& pkt) {
       case CompState::kUpdateComp:
         qp.comp.retry_left = qp.attr.retry_cnt;
         qp.comp.started_retry = false;
+        qp.comp.timed_out = false;
         progressed = true;
         st = CompState::kDone;
         break;
       case CompState::kCompWqe:
         progressed = true;
         qp.comp.started_retry = false;
+        qp.comp.timed_out = false;
         st = comp_wqe(qp, s);
         break;
       case CompState::kErrorRetry: st = error_retry(qp, s); break;
@@ -296,6 +299,7 @@ void comp_on_retrans_timer(QpImpl& qp) {
   wire::RocePacket none{};
   Scratch s{none, qp.comp.psn};
   qp.comp.started_retry = false;  // a timeout always retries
+  qp.comp.timed_out = true;       // req_run below gives the in-flight budget back
   if (error_retry(qp, s) == CompState::kErrorNak) {
     error_nak(qp, s);
     return;

@@ -60,6 +60,10 @@ struct Requester {
 // Completer (completer.cc): acknowledgements, retries, the retransmit timer.
 struct Completer {
   Psn psn;               // oldest unacknowledged PSN
+  // The retransmission timer expired and no response has acknowledged
+  // anything since: the QP's packets are presumed lost, and it gives its share
+  // of the device's in-flight budget back (requester.cc).
+  bool timed_out = false;
   uint8_t retry_left = 0, rnr_retry_left = 0;
   // A go-back-N triggered by a response is under way: later out-of-order
   // responses of the same burst must not start (and count) another one (rxe started_retry).

@@ -106,7 +106,11 @@ void send_packet(QpImpl& qp, SendWqe& w) {
 }  // namespace
 
 void req_budget_sync(QpImpl& qp) {
-  const bool holds = qp.reliable() && (qp.state_ == QpState::kRts || qp.state_ == QpState::kSqd);
+  // A QP whose timer expired (its packets presumed lost) or that waits out an
+  // RNR NAK has nothing in flight: it must not hold the budget the others need
+  // (a silent peer retried forever would otherwise starve every other QP).
+  const bool holds = qp.reliable() && (qp.state_ == QpState::kRts || qp.state_ == QpState::kSqd) &&
+                     !qp.comp.timed_out && !qp.req.rnr_wait;
   const int32_t d = holds ? qp.req.sent_psn.distance(qp.comp.psn) : 0;
   const uint32_t now = d > 0 ? static_cast<uint32_t>(d) : 0;
   qp.eng->inflight_psns += static_cast<int64_t>(now) - static_cast<int64_t>(qp.req.counted);
@@ -125,9 +129,9 @@ void req_kick_starved(Engine& e) {
 
 void req_run(QpImpl& qp) {
   if (qp.state_ != QpState::kRts && qp.state_ != QpState::kSqd) return;
-  if (qp.req.rnr_wait) return;
   const bool rc = qp.reliable();
   if (rc) req_budget_sync(qp);  // what was acknowledged since comes back to the device
+  if (qp.req.rnr_wait) return;
   Engine& e = *qp.eng;
   bool sent = false;
   while (qp.req.cur != qp.sq_tail && qp.state_ != QpState::kErr) {
@@ -180,10 +184,8 @@ void req_run(QpImpl& qp) {
     if (rc) {
       const Psn after = w.first_psn + qp.req.cur_pkt;  // a READ counts its response PSNs
       if (after.after(qp.req.sent_psn)) {
-        const auto n = static_cast<uint32_t>(after.distance(qp.req.sent_psn));
         qp.req.sent_psn = after;
-        qp.req.counted += n;
-        e.inflight_psns += n;
+        req_budget_sync(qp);
       }
     }
     if (qp.req.cur_pkt >= w.npkts) {

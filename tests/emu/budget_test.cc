@@ -72,6 +72,53 @@ TEST_P(DeviceBudget, ThousandsOfPsnsWaitForAcksAndEveryWriteLands) {
   EXPECT_EQ(a_.dev->counters().sent_pkts, kQps * 64);
 }
 
+// Eight QPs whose peer went silent (its QPs in ERR drop everything) hold the
+// whole budget with their 8 x 128 unacknowledged PSNs and retry forever. A
+// healthy ninth QP must not wait for them: once their retransmission timers
+// have expired, their packets count as lost, not in flight.
+TEST(DeviceBudgetSim, SilentPeersDoNotStarveAHealthyQp) {
+  Env env(Net::kSim);
+  env.set_retry_forever(true);
+  Node a = env.make_node(1, QpType::kRC, 9 * 128 * 1024, kAccess, 1024);
+  Node b = env.make_node(2, QpType::kRC, 9 * 128 * 1024, kAccess, 1024);
+  ASSERT_TRUE(a.qp && b.qp);
+  ConnectOptions o;
+  o.path_mtu = Mtu::k1024;
+  QpInitAttr ia;
+  ia.qp_type = QpType::kRC;
+  ia.cap = {4, 4, 1, 1, 0};
+  std::vector<Qp*> qa{a.qp}, qb{b.qp};
+  ASSERT_FALSE(connect_pair(*a.dev, *a.qp, *b.dev, *b.qp, o));
+  for (int i = 1; i < 9; ++i) {
+    ia.send_cq = ia.recv_cq = a.scq;
+    Qp* x = *a.dev->create_qp(a.pd, ia);
+    ia.send_cq = ia.recv_cq = b.scq;
+    Qp* y = *b.dev->create_qp(b.pd, ia);
+    ASSERT_FALSE(connect_pair(*a.dev, *x, *b.dev, *y, o));
+    qa.push_back(x);
+    qb.push_back(y);
+  }
+  // The first eight go silent on b's side; each of their WRITEs is 128 packets.
+  for (int i = 0; i < 8; ++i) {
+    QpAttr err;
+    err.qp_state = QpState::kErr;
+    ASSERT_FALSE(qb[i]->modify(err, qp_attr::kState));
+  }
+  Sge sge[9];
+  for (int i = 0; i < 9; ++i) {
+    const uint32_t len = i < 8 ? 128 * 1024 : 4096;
+    sge[i] = {a.addr() + static_cast<uint64_t>(i) * 128 * 1024, len, a.mr->lkey()};
+    SendWr wr = make_wr(WrOpcode::kRdmaWrite, &sge[i], 1, static_cast<uint64_t>(i));
+    wr.rdma = {b.addr() + static_cast<uint64_t>(i) * 128 * 1024, b.mr->rkey()};
+    ASSERT_FALSE(post_send(qa[i], wr));
+  }
+  EXPECT_EQ(a.dev->transport().stats().tx_datagrams, 1024u);  // the ninth waits for budget
+  auto wcs = env.wait_wcs(a.scq, 1, {a.dev.get(), b.dev.get()});
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].wr_id, 8u);
+  EXPECT_EQ(wcs[0].status, WcStatus::kSuccess) << to_string(wcs[0].status);
+}
+
 INSTANTIATE_TEST_SUITE_P(All, DeviceBudget, ::testing::Values(Net::kSim, Net::kUdp),
                          [](const auto& p) { return std::string(to_string(p.param)); });
 
