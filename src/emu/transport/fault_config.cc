@@ -277,6 +277,10 @@ std::string format_double(double v) {
 }  // namespace
 
 FaultConfig from_env(std::string* error) {
+  return from_env([](const char* name) -> const char* { return std::getenv(name); }, error);
+}
+
+FaultConfig from_env(const EnvLookup& lookup, std::string* error) {
   FaultConfig cfg;
   std::string errors;
   auto note = [&](const char* name, const char* value, const char* want) {
@@ -284,13 +288,13 @@ FaultConfig from_env(std::string* error) {
     errors += std::string(name) + "='" + value + "': expected " + want;
   };
   auto prob = [&](const char* name, double& field) {
-    const char* v = std::getenv(name);
+    const char* v = lookup(name);
     if (v == nullptr) return;
     if (auto p = parse_probability(v)) field = *p;
     else note(name, v, "a probability in [0,1]");
   };
   auto count = [&](const char* name, uint64_t& field, uint64_t max) {
-    const char* v = std::getenv(name);
+    const char* v = lookup(name);
     if (v == nullptr) return;
     if (auto n = parse_uint(v, max)) field = *n;
     else note(name, v, "a non-negative integer");
@@ -302,7 +306,7 @@ FaultConfig from_env(std::string* error) {
   count(kEnvDelay, cfg.delay_us, 1'000'000'000);
   count(kEnvJitter, cfg.jitter_us, 1'000'000'000);
   count(kEnvSeed, cfg.seed, UINT64_MAX);
-  if (const char* v = std::getenv(kEnvSchedule)) {
+  if (const char* v = lookup(kEnvSchedule)) {
     FaultRules r = parse_fault_schedule(v);
     if (r.ok()) cfg.schedule = v;
     else note(kEnvSchedule, v, ("a valid schedule (" + r.error + ")").c_str());

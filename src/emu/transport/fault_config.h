@@ -32,6 +32,7 @@
 //   delay:delay=200us:jitter=50us;corrupt:opcode=0x04:count=1
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -96,6 +97,11 @@ FaultRules fault_rules(const FaultConfig& cfg);
 // *error, the field keeps its default). to_env gives every variable with its
 // value (exact round trip).
 FaultConfig from_env(std::string* error = nullptr);
+// The same over `lookup` (a variable's value, nullptr when unset) instead of
+// the process environment: for callers that must not setenv per call (glibc
+// keeps every value setenv was ever given; the fuzz harness).
+using EnvLookup = std::function<const char*(const char* name)>;
+FaultConfig from_env(const EnvLookup& lookup, std::string* error = nullptr);
 std::vector<std::pair<std::string, std::string>> to_env(const FaultConfig& cfg);
 
 }  // namespace rocelab::emu
