@@ -22,7 +22,7 @@ namespace op = wire::op;
 // responder, rxe's too, takes any in-order PSN).
 constexpr int32_t kPsnWindow = 512;
 // The device's in-flight budget: RC PSNs sent and not yet acknowledged over
-// all its QPs. One QP's window (128) is far below it; thousands of QPs at
+// all its QPs. One QP's window (512) is half of it; thousands of QPs at
 // once would otherwise put thousands of windows on the wire in one burst,
 // more than the peer's socket buffer (4 MiB: 1024 packets at MTU 4096) can
 // hold, and the losses bring every QP's retransmission timer at once: with
