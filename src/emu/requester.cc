@@ -13,16 +13,9 @@ namespace {
 using wire::OpClass;
 namespace op = wire::op;
 
-// One QP's window of unacknowledged PSNs. rxe uses 128 (RXE_MAX_UNACKED_PSNS):
-// two 64 KiB messages at MTU 1024, so a sender on a veth link spent much of its
-// time waiting for ACKs. 512 (eight such messages, 512 KiB) measured 1.27x the
-// bandwidth of 128 over veth, 1024 no more within the noise (docs/performance.md,
-// 2026-12-04 session 8); it is half the device's budget below, so one QP alone
-// never holds all of it. IBTA allows up to 2^23; the peer needs no change (a
-// responder, rxe's too, takes any in-order PSN).
-constexpr int32_t kPsnWindow = 512;
+constexpr int32_t kPsnWindow = 128;    // rxe RXE_MAX_UNACKED_PSNS
 // The device's in-flight budget: RC PSNs sent and not yet acknowledged over
-// all its QPs. One QP's window (512) is half of it; thousands of QPs at
+// all its QPs. One QP's window (128) is far below it; thousands of QPs at
 // once would otherwise put thousands of windows on the wire in one burst,
 // more than the peer's socket buffer (4 MiB: 1024 packets at MTU 4096) can
 // hold, and the losses bring every QP's retransmission timer at once: with

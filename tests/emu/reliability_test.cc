@@ -8,9 +8,6 @@
 namespace rocelab::emu::test {
 namespace {
 
-// requester.cc kPsnWindow (docs/rc-reliability.md).
-constexpr uint64_t kExpectedWindow = 512;
-
 constexpr unsigned kAll = access::kLocalWrite | access::kRemoteWrite | access::kRemoteRead |
                           access::kRemoteAtomic;
 
@@ -353,83 +350,6 @@ TEST_F(Reliability, ForwardProgressResetsTheRetryCounter) {
 TEST_F(Reliability, ReorderedPacketsRecover) {
   connect("reorder:class=send:every=4:by=2", "");
   for (uint8_t i = 0; i < 4; ++i) send_and_check(9 * 1024, i);
-}
-
-
-// The ACK policy on the wire (docs/rc-reliability.md): the requester sets AckReq
-// on the last packet of a message and every 64 packets; the responder ACKs only
-// those, at most one ACK per QP per receive batch (a later one covers the earlier).
-class AckPolicy : public Reliability {
- protected:
-  void write(uint32_t len, uint8_t seed) {
-    fill_pattern(a_.buf, 0, len, seed);
-    s_ = {a_.addr(), len, a_.mr->lkey()};
-    SendWr wr = make_wr(WrOpcode::kRdmaWrite, &s_, 1, seed);
-    wr.rdma = {b_.addr(), b_.mr->rkey()};
-    ASSERT_FALSE(post_send(a_.qp, wr));
-  }
-  Sge s_{};
-};
-
-// 64 KiB at MTU 1024: 64 packets, AckReq only on the last, one ACK back.
-TEST_F(AckPolicy, OneAckFor64KiBWriteAtMtu1024) {
-  connect("", "");
-  write(kLen, 21);
-  EXPECT_EQ(one(a_.scq).status, WcStatus::kSuccess);
-  EXPECT_EQ(std::memcmp(a_.buf.data(), b_.buf.data(), kLen), 0);
-  EXPECT_EQ(a_.qp->counters().sent_pkts, 64u);
-  EXPECT_EQ(b_.qp->counters().sent_pkts, 1u);  // the ACK: b sends nothing else
-  EXPECT_EQ(b_.qp->counters().ack_deferred, 0u);
-}
-
-// 64 KiB at MTU 256: 256 packets, AckReq on packets 64, 128, 192 and 256; each
-// is answered by an ACK of its own or covered by a later one of the same batch.
-TEST_F(AckPolicy, AckReqEvery64PacketsWithinAMessage) {
-  connect("", "", Mtu::k256);
-  write(kLen, 22);
-  EXPECT_EQ(one(a_.scq).status, WcStatus::kSuccess);
-  EXPECT_EQ(std::memcmp(a_.buf.data(), b_.buf.data(), kLen), 0);
-  EXPECT_EQ(a_.qp->counters().sent_pkts, 256u);
-  EXPECT_GE(b_.qp->counters().sent_pkts, 1u);
-  EXPECT_EQ(b_.qp->counters().sent_pkts + b_.qp->counters().ack_deferred, 4u);
-}
-
-// The in-flight window: before b has run (no ACK yet), a has sent exactly the
-// window's worth of PSNs of four 64 KiB WRITEs at MTU 256 (1,024 PSNs).
-TEST_F(AckPolicy, WindowBoundsUnacknowledgedPsns) {
-  connect("", "", Mtu::k256);
-  for (uint8_t i = 0; i < 4; ++i) write(kLen, static_cast<uint8_t>(30 + i));
-  EXPECT_EQ(a_.dev->transport().stats().tx_datagrams, kExpectedWindow);
-  auto w = wait(a_.scq, 4);
-  ASSERT_EQ(w.size(), 4u);
-  for (const Wc& c : w) EXPECT_EQ(c.status, WcStatus::kSuccess) << to_string(c.status);
-  EXPECT_EQ(a_.qp->counters().sent_pkts, 1024u);  // nothing resent
-  EXPECT_EQ(a_.qp->counters().completer_retry_err, 0u);
-}
-
-// A loss in the middle of a 64 KiB WRITE: b NAKs the gap once at packet 31 and
-// drops the rest of the round (packets 31..64: 34 out of sequence); a resends
-// from packet 30; the data arrives whole, and one ACK ends it.
-TEST_F(AckPolicy, LossInTheMiddleOfACoalescedWriteIsRecovered) {
-  connect("drop:class=write:nth=30", "");
-  write(kLen, 23);
-  EXPECT_EQ(one(a_.scq).status, WcStatus::kSuccess);
-  EXPECT_EQ(std::memcmp(a_.buf.data(), b_.buf.data(), kLen), 0);
-  EXPECT_EQ(b_.qp->counters().out_of_seq_request, 34u);
-  EXPECT_EQ(a_.qp->counters().rcvd_seq_err, 1u);
-  EXPECT_EQ(a_.qp->counters().completer_retry_err, 1u);
-  EXPECT_EQ(a_.qp->counters().sent_pkts, 64u + 35u);  // the round, then packets 30..64 again
-}
-
-// With every ACK lost the requester still retransmits on its timer; the
-// duplicates are answered and the WRITE completes once an ACK gets through.
-TEST_F(AckPolicy, LostAckIsRecoveredByTimeoutAndDuplicate) {
-  connect("", "drop:class=ack:nth=1");
-  write(kLen, 24);
-  EXPECT_EQ(one(a_.scq).status, WcStatus::kSuccess);
-  EXPECT_EQ(std::memcmp(a_.buf.data(), b_.buf.data(), kLen), 0);
-  EXPECT_EQ(a_.qp->counters().completer_retry_err, 1u);
-  EXPECT_GE(b_.qp->counters().duplicate_request, 1u);
 }
 
 }  // namespace

@@ -19,9 +19,7 @@ namespace {
 constexpr unsigned kAll = access::kLocalWrite | access::kRemoteWrite | access::kRemoteRead;
 constexpr size_t kLen = 1 << 20;
 constexpr uint32_t kMsg = 64 * 1024;  // 64 packets at MTU 1024
-// Twice the requester's window (512 PSNs): some WRITEs are still unacknowledged
-// when the first completes.
-constexpr int kWrs = 16;
+constexpr int kWrs = 8;
 
 // 4.096 us x 2^timeout (IBTA 9.7.6.1.3).
 Nanos local_ack_timeout(uint8_t timeout) { return Nanos(uint64_t{4096} << timeout); }
