@@ -40,7 +40,7 @@
 #include <thread>
 #include <vector>
 
-#include "wire/icrc.h"
+#include "tests/attack/craft.h"
 #include "wire/ip_udp.h"
 #include "wire/packet.h"
 
@@ -81,20 +81,7 @@ std::vector<std::byte> build(const Spec& s, const wire::IpAddr& src, uint16_t sp
   h.reth.rkey = s.rkey;
   h.reth.dma_len = s.len;
   std::vector<std::byte> payload(s.read ? 0 : s.len, std::byte{0xA7});
-  std::vector<std::byte> buf(wire::kMaxRoceLen);
-  auto n = wire::encode_roce(buf, h, payload);
-  if (!n) return {};
-  buf.resize(*n);
-  wire::IpUdpInfo ip;
-  ip.src = src;
-  ip.dst = dst;
-  ip.sport = sport;
-  std::array<std::byte, wire::kIpv4HeaderLen + wire::kUdpHeaderLen> hdr{};
-  wire::write_ip_udp(hdr.data(), ip, buf.size());
-  wire::IcrcAccumulator acc(hdr.data(), wire::kIpv4HeaderLen, buf.data());
-  acc.add(std::span<const std::byte>(buf).subspan(wire::kBthLen, buf.size() - wire::kBthLen - wire::kIcrcLen));
-  for (int i = 0; i < 4; ++i) buf[buf.size() - 4 + i] = std::byte(static_cast<uint8_t>(acc.value() >> (8 * i)));
-  return buf;
+  return attack::udp_payload(src, sport, dst, h, payload);
 }
 
 struct Attack {

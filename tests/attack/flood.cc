@@ -20,7 +20,7 @@
 #include <algorithm>
 #include <array>
 
-#include "wire/icrc.h"
+#include "tests/attack/craft.h"
 #include "wire/ip_udp.h"
 #include "wire/packet.h"
 
@@ -51,20 +51,7 @@ std::vector<std::byte> packet(const wire::IpAddr& src, uint16_t sport, const wir
   h.reth.rkey = static_cast<uint32_t>(rng.next());
   h.reth.dma_len = 64;
   std::vector<std::byte> payload(64, std::byte{0xA5});
-  std::vector<std::byte> buf(wire::kMaxRoceLen);
-  auto n = wire::encode_roce(buf, h, payload);
-  if (!n) return {};
-  buf.resize(*n);
-  wire::IpUdpInfo ip;
-  ip.src = src;
-  ip.dst = dst;
-  ip.sport = sport;
-  std::array<std::byte, wire::kIpv4HeaderLen + wire::kUdpHeaderLen> hdr{};
-  wire::write_ip_udp(hdr.data(), ip, buf.size());
-  wire::IcrcAccumulator acc(hdr.data(), wire::kIpv4HeaderLen, buf.data());
-  acc.add(std::span<const std::byte>(buf).subspan(wire::kBthLen, buf.size() - wire::kBthLen - wire::kIcrcLen));
-  for (int i = 0; i < 4; ++i) buf[buf.size() - 4 + i] = std::byte(static_cast<uint8_t>(acc.value() >> (8 * i)));
-  return buf;
+  return attack::udp_payload(src, sport, dst, h, payload);
 }
 
 }  // namespace
