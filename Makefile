@@ -6,7 +6,7 @@
 
 DEB_PACKAGES := build-essential cmake ninja-build pkg-config libboost-dev libpcap-dev \
                 libprotobuf-dev protobuf-compiler libcli11-dev libgtest-dev \
-                tshark python3-scapy libibverbs-dev ibverbs-utils perftest rdmacm-utils \
+                tshark python3-scapy libibverbs-dev librdmacm-dev ibverbs-utils perftest rdmacm-utils \
                 iproute2 iperf3 sockperf graphviz chromium libbenchmark-dev clang-14 libclang-rt-14-dev \
                 libisal-dev
 JOBS  ?= $(shell nproc)
