@@ -97,6 +97,30 @@ TEST(IcrcRecovery, TheIdAndDfOfEveryPacketAreRecoveredExactly) {
   EXPECT_FALSE(own->df);
 }
 
+// The receive and send paths keep what they computed for the last few packet
+// lengths (a READ response First, Middles and Last alternate): lengths that
+// come back, in any order and more of them than are kept, still give exact
+// results (a cache that returned another length's basis would not).
+TEST(IcrcRecovery, AlternatingLengthsAreEachRecoveredExactly) {
+  Rng rng{11};
+  const size_t lens[] = {4096, 4092, 4092, 4096, 16, 4092, 7, 100, 2000, 4096, 16, 100};
+  for (int round = 0; round < 4; ++round) {
+    for (size_t len : lens) {
+      const uint64_t r = rng.next();
+      const uint16_t id = static_cast<uint16_t>(r);
+      auto u = recover(packet(id, true, len, r >> 32));
+      ASSERT_TRUE(u) << "round " << round << " len " << len;
+      EXPECT_EQ(u->id, id) << "round " << round << " len " << len;
+      const auto p0 = packet(0, true, len, r >> 24);
+      const auto pk = packet(id, true, len, r >> 24);
+      const size_t rest = p0.size() - kIpv4HeaderLen - kUdpHeaderLen - kBthLen - kIcrcLen;
+      ASSERT_EQ(load_le32(p0.data() + p0.size() - kIcrcLen) ^ ipv4_id_icrc_delta(id, kIpv4HeaderLen, rest),
+                load_le32(pk.data() + pk.size() - kIcrcLen))
+          << "round " << round << " len " << len;
+    }
+  }
+}
+
 // Single-bit errors in what the ICRC protects (UDP ports, BTH but its masked
 // byte, payload, the ICRC itself). A plain CRC-32 catches every one; with 17
 // bits recovered from it, an error whose syndrome lies in their span passes:
