@@ -8,9 +8,15 @@
 # decode, ICRC, and the engine's cost per packet on the simulated fabric.
 # Numbers depend on the machine and its load; nothing here asserts speed.
 #
+# Two more pairs: veth_write_bw runs ib_write_bw and iperf3 between two network
+# namespaces joined by a veth pair (root; skipped where namespaces cannot be
+# made), and qps_1000 compares ib_write_bw's aggregate over 1,000 QPs with its
+# one-QP figure (issue #13's scale target: >= 0.8).
+#
 # Usage: bench/run.sh [--build DIR] [--runs N] [--no-micro] [PAIR...]
 #   PAIR: write_bw read_bw send_bw write_rate send_lat write_lat read_lat
-#   (default: all). `bench/run.sh write_bw` runs one measurement pair.
+#   veth_write_bw qps_1000 (default: all). `bench/run.sh write_bw` runs one
+#   measurement pair.
 set -u
 cd "$(dirname "$0")/.."
 build=build runs=5 micro=1 pairs=()
@@ -23,7 +29,7 @@ while [ $# -gt 0 ]; do
     *) pairs+=("$1"); shift ;;
   esac
 done
-all=(write_bw read_bw send_bw write_rate send_lat write_lat read_lat)
+all=(write_bw read_bw send_bw write_rate send_lat write_lat read_lat veth_write_bw qps_1000)
 [ ${#pairs[@]} = 0 ] && pairs=("${all[@]}")
 rocelab=$build/bin/rocelab
 [ -x "$rocelab" ] || { echo "bench: $rocelab missing (make build)" >&2; exit 1; }
@@ -31,7 +37,13 @@ for t in ib_write_bw ib_read_bw ib_send_bw ib_send_lat ib_write_lat ib_read_lat 
   command -v $t >/dev/null || { echo "bench: $t missing (make deps)" >&2; exit 1; }
 done
 out=$(mktemp -d /tmp/rocelab-bench.XXXXXX)
-trap 'rm -rf "$out"' EXIT
+ns_a=rocelab-bench-a-$$ ns_b=rocelab-bench-b-$$ ns_up=0
+cleanup() {
+  rm -rf "$out"
+  [ $ns_up = 1 ] && { ip netns del "$ns_a"; ip netns del "$ns_b"; } 2>/dev/null
+  return 0
+}
+trap cleanup EXIT
 port=19500
 limit=180
 
@@ -55,6 +67,50 @@ perftest() {
   [ $rc = 0 ] || { echo "bench: $* failed:" >&2; tail -3 "$out/cli" >&2; }
   cat "$out/cli"
 }
+# Two network namespaces joined by a veth pair (MTU 1500: RoCE MTU 1024),
+# 198.18.1.1 in ns_a and 198.18.1.2 in ns_b; made once, by the main shell
+# (the measurements run in pipelines, i.e. subshells).
+veth_up() {
+  [ $ns_up = 1 ] && return 0
+  ip netns add "$ns_a" 2>/dev/null || { echo "bench: cannot create network namespaces (root?)" >&2; return 1; }
+  ns_up=1
+  ip netns add "$ns_b" &&
+    ip link add va-bench netns "$ns_a" type veth peer name vb-bench netns "$ns_b" &&
+    ip -n "$ns_a" addr add 198.18.1.1/24 dev va-bench && ip -n "$ns_b" addr add 198.18.1.2/24 dev vb-bench &&
+    ip -n "$ns_a" link set va-bench up && ip -n "$ns_b" link set vb-bench up &&
+    ip -n "$ns_a" link set lo up && ip -n "$ns_b" link set lo up
+}
+wait_listen_in() {  # NS PORT
+  for _ in $(seq 1 200); do
+    ip netns exec "$1" ss -Hltun "sport = :$2" | grep -q . && return 0
+    sleep 0.05
+  done
+  return 1
+}
+# perftest pair across the veth: the server in ns_a, the client in ns_b.
+perftest_veth() {
+  [ $ns_up = 1 ] || return 1
+  port=$((port + 1))
+  ip netns exec "$ns_a" timeout -k 5 $limit "$rocelab" run --ip 198.18.1.1 -- "$@" -p $port >"$out/srv" 2>&1 &
+  local srv=$!
+  wait_listen_in "$ns_a" $port
+  ip netns exec "$ns_b" timeout -k 5 $limit "$rocelab" run --ip 198.18.1.2 -- "$@" -p $port 198.18.1.1 \
+    >"$out/cli" 2>&1
+  local rc=$?
+  wait $srv
+  [ $rc = 0 ] || { echo "bench: $* (veth) failed:" >&2; tail -3 "$out/cli" >&2; }
+  cat "$out/cli"
+}
+iperf_tcp_veth() {  # MB/s across the veth
+  [ $ns_up = 1 ] || return 1
+  port=$((port + 1))
+  ip netns exec "$ns_a" iperf3 -s -1 -p $port >/dev/null 2>&1 &
+  wait_listen_in "$ns_a" $port
+  ip netns exec "$ns_b" iperf3 -c 198.18.1.1 -p $port -t 3 -J 2>/dev/null |
+    python3 -c 'import json,sys; print("%.2f" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/8e6))'
+  wait
+}
+
 # BW average [MB/s] and message rate [Mpps] from a perftest bandwidth result line.
 bw_mbs() { awk '$1 ~ /^[0-9]+$/ && NF >= 5 {print $4}' | tail -1; }
 bw_mpps() { awk '$1 ~ /^[0-9]+$/ && NF >= 5 {print $5}' | tail -1; }
@@ -97,6 +153,8 @@ pair() {
     send_lat)   echo "ib_send_lat -s 2 t_typical vs sockperf UDP ping-pong avg@perftest ib_send_lat -s 2 | lat_us@sockperf_us@us" ;;
     write_lat)  echo "ib_write_lat -s 2 t_typical vs sockperf UDP ping-pong avg@perftest ib_write_lat -s 2 | lat_us@sockperf_us@us" ;;
     read_lat)   echo "ib_read_lat -s 2 t_typical vs sockperf UDP ping-pong avg@perftest ib_read_lat -s 2 | lat_us@sockperf_us@us" ;;
+    veth_write_bw) echo "ib_write_bw -s 65536 vs iperf3 TCP, both over veth between namespaces@perftest_veth ib_write_bw -s 65536 | bw_mbs@iperf_tcp_veth@MB/s" ;;
+    qps_1000)   echo "ib_write_bw -s 65536 over 1,000 QPs vs over one QP@perftest ib_write_bw -s 65536 -q 1000 -t 32 -n 200 | bw_mbs@perftest ib_write_bw -s 65536 | bw_mbs@MB/s" ;;
     *) return 1 ;;
   esac
 }
@@ -119,6 +177,10 @@ rows=()
 for name in "${pairs[@]}"; do
   spec=$(pair "$name") || { echo "bench: unknown pair $name (one of: ${all[*]})" >&2; exit 2; }
   IFS='@' read -r title ours theirs unit <<< "$spec"
+  if [ "$name" = veth_write_bw ] && ! veth_up; then
+    echo "bench: $name skipped" >&2
+    continue
+  fi
   : > "$out/ours" ; : > "$out/theirs"
   echo "$name: $runs alternating runs ..." >&2
   for _ in $(seq 1 "$runs"); do
@@ -130,7 +192,7 @@ for name in "${pairs[@]}"; do
   rows+=("| $title [$unit] | $om ($omin–$omax) | $tm ($tmin–$tmax) | $(ratio "$om" "$tm") |")
 done
 echo
-echo "| measurement (loopback, 2 processes; $runs runs each, alternating) | rocelab median (min–max) | kernel baseline median (min–max) | ratio of medians |"
+echo "| measurement (2 processes, loopback unless said; $runs runs each, alternating) | rocelab median (min–max) | baseline median (min–max) | ratio of medians |"
 echo "|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
 
