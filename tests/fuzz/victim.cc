@@ -128,7 +128,7 @@ Victim::Victim() {
       if (s != nullptr) must(s->post_recv(one, &n), "post_srq_recv");
     }
   };
-  auto make_qp = [&](QpType type, QpState target, unsigned qp_access, bool with_srq) {
+  auto make_qp = [&](QpType type, QpState target, unsigned qp_access, bool with_srq, bool receives = true) {
     QpInitAttr ia;
     ia.send_cq = scq;
     ia.recv_cq = rcq;
@@ -141,7 +141,7 @@ Victim::Victim() {
     o.qkey = kQkey;
     if (target != QpState::kReset) {
       must(qp_to_init(*qp, o), "init");
-      if (!with_srq) post_recvs(qp, nullptr);
+      if (!with_srq && receives) post_recvs(qp, nullptr);
     }
     if (target != QpState::kReset && target != QpState::kInit) {
       must(qp_to_rtr(*qp, peer_gid, kPeerQpn, 0, o), "rtr");
@@ -168,6 +168,9 @@ Victim::Victim() {
   make_qp(QpType::kUD, QpState::kRts, 0, false);
   make_qp(QpType::kRC, QpState::kRts, kAllRemote & ~kLocalWrite, true);  // on the SRQ
   post_recvs(nullptr, srq);
+  // No receive posted: the first SEND meets the responder's RNR path (err_rnr),
+  // which the QPs above reach only after four SENDs (docs/security.md).
+  make_qp(QpType::kRC, QpState::kRts, kAllRemote & ~kLocalWrite, false, /*receives=*/false);
 
   // Outstanding requests on the RC QP, so that responses reach the completer:
   // a SEND, a WRITE, a READ and two atomics (results into kRdDest).
