@@ -46,10 +46,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-status=0
-check() {  # WHAT GOT WANT
-  if [ "$2" = "$3" ]; then echo "ok: $1 = $2"; else echo "FAIL: $1 = '$2', want '$3'"; status=1; fi
-}
+source "$(dirname "$0")/judge.sh"
 "${srv_prefix[@]}" "$rocelab" run --counters --ip "$vip" -- stdbuf -oL ib_write_bw -s 65536 -n "$iters" -p "$port" \
   >"$work/server.out" 2>"$work/server.err" &
 srv=$!
@@ -87,14 +84,13 @@ echo "client under attack: $(grep -E '^ 65536 ' "$work/client.out" | sed 's/roce
 counters=$(grep -o 'counters: .*' "$work/server.err" | head -1)
 echo "victim's $counters"
 echo "client's $(grep -o 'counters: .*' "$work/client.out" | head -1)"
-get() { local v; v=$(echo "$counters" | tr ' ' '\n' | sed -n "s/^$1=//p"); echo "${v:-0}"; }
 for c in drop_bad_icrc drop_malformed drop_unknown_qp drop_source_address drop_pkey; do
-  check "$c" "$(get "$c")" "$rounds"
+  check "$c" "$(counter "$c")" "$rounds"
 done
-check "out_of_seq_request >= $((4 * rounds))" "$([ "$(get out_of_seq_request)" -ge $((4 * rounds)) ] && echo yes)" yes
-check "duplicate_request >= $((4 * rounds))" "$([ "$(get duplicate_request)" -ge $((4 * rounds)) ] && echo yes)" yes
-check "drop_qp_state" "$(get drop_qp_state)" 0
+check "out_of_seq_request >= $((4 * rounds))" "$([ "$(counter out_of_seq_request)" -ge $((4 * rounds)) ] && echo yes)" yes
+check "duplicate_request >= $((4 * rounds))" "$([ "$(counter duplicate_request)" -ge $((4 * rounds)) ] && echo yes)" yes
+check "drop_qp_state" "$(counter drop_qp_state)" 0
 check "transfer's packets under 6,000,000 (the PSNs sent stayed out of the window)" \
-  "$([ "$(get rcvd_pkts)" -lt 6000000 ] && echo yes)" yes
+  "$([ "$(counter rcvd_pkts)" -lt 6000000 ] && echo yes)" yes
 [ $status = 0 ] || { echo "== server"; cat "$work/server.out" "$work/server.err"; echo "== client"; cat "$work/client.out"; }
 exit $status

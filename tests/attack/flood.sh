@@ -46,10 +46,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-status=0
-check() {  # WHAT GOT WANT
-  if [ "$2" = "$3" ]; then echo "ok: $1 = $2"; else echo "FAIL: $1 = '$2', want '$3'"; status=1; fi
-}
+source "$(dirname "$0")/judge.sh"
 # `rocelab run` (and `ip netns exec`) exec the program: $! is perftest itself
 # (its /proc is the victim's).
 "${srv_prefix[@]}" "$rocelab" run --counters --ip "$vip" -- stdbuf -oL ib_write_bw -s 65536 -D 16 -p "$port" \
@@ -90,8 +87,7 @@ echo "client under the flood: $(grep -E '^ 65536 ' "$work/client.out")  (#bytes 
 check "victim's VmRSS growth under 32 MiB" "$([ -n "$rss1" ] && [ $((rss1 - rss0)) -lt 32768 ] && echo yes || echo "no: ${rss0} -> ${rss1:-?} KiB")" yes
 counters=$(grep -o 'counters: .*' "$work/server.err" | head -1)
 echo "victim's $counters"
-get() { echo "$counters" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
-check "drop_unknown_qp counted" "$([ "$(get drop_unknown_qp)" -gt 0 ] 2>/dev/null && echo yes)" yes
-check "drop_source_address counted" "$([ "$(get drop_source_address)" -gt 0 ] 2>/dev/null && echo yes)" yes
+check "drop_unknown_qp counted" "$([ "$(counter drop_unknown_qp)" -gt 0 ] 2>/dev/null && echo yes)" yes
+check "drop_source_address counted" "$([ "$(counter drop_source_address)" -gt 0 ] 2>/dev/null && echo yes)" yes
 [ $status = 0 ] || { echo "== server"; cat "$work/server.out" "$work/server.err"; echo "== client"; cat "$work/client.out"; }
 exit $status

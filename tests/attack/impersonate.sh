@@ -51,10 +51,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-status=0
-check() {  # WHAT GOT WANT
-  if [ "$2" = "$3" ]; then echo "ok: $1 = $2"; else echo "FAIL: $1 = '$2', want '$3'"; status=1; fi
-}
+source "$(dirname "$0")/judge.sh"
 mkfifo "$work/go"
 "${vic_prefix[@]}" "$rocelab" run --counters --ip "$vip" -- stdbuf -oL "$victim" "$pip" \
   <"$work/go" >"$work/victim.out" 2>"$work/victim.err" &
@@ -83,11 +80,10 @@ for i in 0 1 2 15 16 17; do check "QP case$i state" "$(state "case$i")" RTS; don
 check "QP live state" "$(state live)" RTS
 counters=$(grep -o 'counters: .*' "$work/victim.err" | head -1)
 echo "victim's $counters"
-get() { local v; v=$(echo "$counters" | tr ' ' '\n' | sed -n "s/^$1=//p"); echo "${v:-0}"; }
-check drop_qkey "$(get drop_qkey)" 3
-check drop_source_address "$(get drop_source_address)" 1
+check drop_qkey "$(counter drop_qkey)" 3
+check drop_source_address "$(counter drop_source_address)" 1
 for c in drop_pkey drop_bad_icrc drop_malformed out_of_seq_request; do
-  check "$c >= 1" "$([ "$(get "$c")" -ge 1 ] && echo yes)" yes
+  check "$c >= 1" "$([ "$(counter "$c")" -ge 1 ] && echo yes)" yes
 done
 [ $status = 0 ] || { echo "== victim"; cat "$work/victim.out" "$work/victim.err"; }
 exit $status
