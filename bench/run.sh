@@ -104,7 +104,7 @@ perftest_veth() {
 iperf_tcp_veth() {  # MB/s across the veth
   [ $ns_up = 1 ] || return 1
   port=$((port + 1))
-  ip netns exec "$ns_a" iperf3 -s -1 -p $port >/dev/null 2>&1 &
+  ip netns exec "$ns_a" timeout -k 5 $limit iperf3 -s -1 -p $port >/dev/null 2>&1 &
   wait_listen_in "$ns_a" $port
   ip netns exec "$ns_b" iperf3 -c 198.18.1.1 -p $port -t 3 -J 2>/dev/null |
     python3 -c 'import json,sys; print("%.2f" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/8e6))'
@@ -119,7 +119,7 @@ lat_us() { awk '$1 ~ /^[0-9]+$/ && NF >= 5 {print $5}' | tail -1; }
 
 iperf_tcp() {  # MB/s
   port=$((port + 1))
-  iperf3 -s -1 -p $port >/dev/null 2>&1 &
+  timeout -k 5 $limit iperf3 -s -1 -p $port >/dev/null 2>&1 &
   wait_listen $port
   iperf3 -c 127.0.0.1 -p $port -t 3 -J 2>/dev/null |
     python3 -c 'import json,sys; print("%.2f" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/8e6))'
@@ -127,7 +127,7 @@ iperf_tcp() {  # MB/s
 }
 iperf_udp_mpps() {  # packets/s of 4 KiB datagrams, in millions
   port=$((port + 1))
-  iperf3 -s -1 -p $port >/dev/null 2>&1 &
+  timeout -k 5 $limit iperf3 -s -1 -p $port >/dev/null 2>&1 &
   wait_listen $port
   iperf3 -c 127.0.0.1 -p $port -u -b 0 -l 4096 -t 3 -J 2>/dev/null |
     python3 -c 'import json,sys; s=json.load(sys.stdin)["end"]["sum"]; print("%.6f" % (s["packets"]/s["seconds"]/1e6))'
