@@ -70,7 +70,7 @@ uint32_t syndrome(uint8_t v, size_t n) {
   return static_cast<uint32_t>(crc32_combine(lin, 0, static_cast<z_off_t>(n)));
 }
 
-// How many packet lengths the per-thread caches below keep.
+// How many packet lengths the per-thread caches (LengthCache) keep.
 constexpr unsigned kLengthsKept = 4;
 
 // A basis of the syndromes of the 17 unseen bits, reduced for elimination:
@@ -124,24 +124,49 @@ Basis make_basis(size_t ip_hlen, size_t rest_len) {
   return b;
 }
 
+// The syndromes of the 16 IPv4 ID bits for one length (ipv4_id_icrc_delta).
+struct IdSyndromes {
+  size_t rest_len = SIZE_MAX, ip_hlen = 0;
+  uint32_t bit[16] = {};
+};
+
+IdSyndromes make_id_syndromes(size_t ip_hlen, size_t rest_len) {
+  const size_t total = 8 + ip_hlen + kUdpHeaderLen + kBthLen + rest_len;
+  auto after = [&](size_t ip_offset) { return total - (8 + ip_offset) - 1; };
+  IdSyndromes s;
+  for (int b = 0; b < 16; ++b)
+    s.bit[b] = b >= 8 ? syndrome(static_cast<uint8_t>(1u << (b - 8)), after(4))
+                      : syndrome(static_cast<uint8_t>(1u << b), after(5));
+  s.rest_len = rest_len;
+  s.ip_hlen = ip_hlen;
+  return s;
+}
+
+// What a thread computed for the last kLengthsKept (IP header, rest) lengths it
+// saw, oldest replaced first. Entry has rest_len and ip_hlen; make() builds one.
+template <typename Entry>
+struct LengthCache {
+  std::array<Entry, kLengthsKept> kept;
+  unsigned replace = 0;
+  template <typename Make>
+  const Entry& get(size_t ip_hlen, size_t rest_len, Make make) {
+    for (const Entry& k : kept)
+      if (k.rest_len == rest_len && k.ip_hlen == ip_hlen) return k;
+    Entry& slot = kept[replace++ % kLengthsKept];
+    slot = make();
+    return slot;
+  }
+};
+
 }  // namespace
 
 std::optional<Ipv4Unseen> solve_ipv4_unseen(uint32_t delta, size_t ip_hlen, size_t rest_len) {
   // Packets of one flow take a few lengths (a READ response First, Middles and
-  // Last, or a WRITE First and the rest, alternate): keep the bases of the last
-  // kLengthsKept lengths per thread. With one, every change of length rebuilt
-  // it, and the rebuilds were 15 % of the CPU of an ib_read_bw run.
-  thread_local std::array<Basis, kLengthsKept> kept;
-  thread_local unsigned replace = 0;
-  const Basis* found = nullptr;
-  for (const Basis& k : kept)
-    if (k.rest_len == rest_len && k.ip_hlen == ip_hlen) found = &k;
-  if (!found) {
-    Basis& slot = kept[replace++ % kLengthsKept];
-    slot = make_basis(ip_hlen, rest_len);
-    found = &slot;
-  }
-  const Basis& basis = *found;
+  // Last, or a WRITE First and the rest, alternate): with one basis kept, every
+  // change of length rebuilt it, and the rebuilds were 15 % of the CPU of an
+  // ib_read_bw run.
+  thread_local LengthCache<Basis> cache;
+  const Basis& basis = cache.get(ip_hlen, rest_len, [&] { return make_basis(ip_hlen, rest_len); });
   uint32_t tag = 0;
   for (int r = 0; r < basis.rows; ++r) {
     if (delta & (1u << basis.pivot[r])) {
@@ -157,30 +182,8 @@ std::optional<Ipv4Unseen> solve_ipv4_unseen(uint32_t delta, size_t ip_hlen, size
 }
 
 uint32_t ipv4_id_icrc_delta(uint16_t id, size_t ip_hlen, size_t rest_len) {
-  // The syndromes of the 16 ID bits for one length, kept per thread for the
-  // last kLengthsKept lengths (a GSO run mostly shares one; messages alternate
-  // a few).
-  struct IdSyndromes {
-    size_t rest_len = SIZE_MAX, ip_hlen = 0;
-    uint32_t bit[16] = {};
-  };
-  thread_local std::array<IdSyndromes, kLengthsKept> kept;
-  thread_local unsigned replace = 0;
-  IdSyndromes* found = nullptr;
-  for (IdSyndromes& k : kept)
-    if (k.rest_len == rest_len && k.ip_hlen == ip_hlen) found = &k;
-  if (!found) {
-    IdSyndromes& s = kept[replace++ % kLengthsKept];
-    const size_t total = 8 + ip_hlen + kUdpHeaderLen + kBthLen + rest_len;
-    auto after = [&](size_t ip_offset) { return total - (8 + ip_offset) - 1; };
-    for (int b = 0; b < 16; ++b)
-      s.bit[b] = b >= 8 ? syndrome(static_cast<uint8_t>(1u << (b - 8)), after(4))
-                        : syndrome(static_cast<uint8_t>(1u << b), after(5));
-    s.rest_len = rest_len;
-    s.ip_hlen = ip_hlen;
-    found = &s;
-  }
-  const IdSyndromes& s = *found;
+  thread_local LengthCache<IdSyndromes> cache;
+  const IdSyndromes& s = cache.get(ip_hlen, rest_len, [&] { return make_id_syndromes(ip_hlen, rest_len); });
   uint32_t delta = 0;
   for (int b = 0; b < 16; ++b)
     if (id & (1u << b)) delta ^= s.bit[b];
