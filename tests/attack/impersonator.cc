@@ -47,8 +47,10 @@
 #include <poll.h>
 
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -157,7 +159,8 @@ class Impersonator {
   std::array<std::byte, 65536> in_{};
 };
 
-// The victim's "info NAME VALUE" lines.
+// The victim's "info NAME VALUE" lines (VALUE a number, 0x... allowed);
+// nothing when the file cannot be read or a value is not a number.
 std::optional<std::map<std::string, uint64_t>> read_info(const std::string& path) {
   std::ifstream in(path);
   if (!in) return std::nullopt;
@@ -166,7 +169,11 @@ std::optional<std::map<std::string, uint64_t>> read_info(const std::string& path
   while (in >> word) {
     if (word != "info") continue;
     if (!(in >> name >> value)) break;
-    m[name] = std::stoull(value, nullptr, 0);
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long v = std::strtoull(value.c_str(), &end, 0);
+    if (errno != 0 || end == value.c_str() || *end != '\0') return std::nullopt;
+    m[name] = v;
   }
   return m;
 }
@@ -208,8 +215,13 @@ int main(int argc, char** argv) {
   auto info = read_info(info_path);
   const char* keys[] = {"case17", "live", "bag3", "ud", "bag_ud", "qkey", "rkey_rw", "va_rw", "rkey_ro", "va_ro",
                         "rkey_wo", "va_wo", "rkey_none", "va_none", "rkey_stale", "va_stale"};
+  if (!info) {
+    std::fprintf(stderr, "rocelab_impersonator: %s: an \"info NAME VALUE\" line without a number\n",
+                 info_path.c_str());
+    return 2;
+  }
   for (const char* k : keys) {
-    if (!info || !info->count(k)) {
+    if (!info->count(k)) {
       std::fprintf(stderr, "rocelab_impersonator: %s lacks \"info %s\"\n", info_path.c_str(), k);
       return 2;
     }
