@@ -49,15 +49,7 @@ using namespace rocelab;
 
 namespace {
 
-struct Rng {  // splitmix64
-  uint64_t s;
-  uint64_t next() {
-    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-};
+using attack::Rng;
 
 struct Spec {
   bool read = false;  // RDMA READ request (else WRITE Only with 64 bytes)

@@ -4,6 +4,7 @@
 // off). Empty when the headers cannot be encoded.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -11,6 +12,18 @@
 #include "wire/ip_udp.h"
 
 namespace rocelab::attack {
+
+// The attackers' seeded generator (splitmix64): the same packets every run.
+struct Rng {  // splitmix64
+  uint64_t s;
+  uint64_t next() {
+    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+};
+
 
 inline std::vector<std::byte> udp_payload(const wire::IpAddr& src, uint16_t sport, const wire::IpAddr& dst,
                                           const wire::RoceHeaders& h, std::span<const std::byte> payload) {
