@@ -28,6 +28,7 @@ struct ReplayCmdOptions {
   uint32_t mtu = 0;
   size_t max_differences = 50;
   uint64_t max_memory_mib = 1024;
+  uint64_t max_span_gib = 1024;
 };
 
 int run(const ReplayCmdOptions& c) {
@@ -59,6 +60,7 @@ int run(const ReplayCmdOptions& c) {
   o.mtu = c.mtu;
   o.max_listed = c.max_differences;
   o.max_memory = std::min<uint64_t>(c.max_memory_mib, uint64_t{1} << 40) << 20;
+  o.max_span = std::min<uint64_t>(c.max_span_gib, uint64_t{1} << 30) << 30;
   // A progress line on a terminal, for long captures.
   const bool tty = ::isatty(STDERR_FILENO) == 1;
   auto last = std::chrono::steady_clock::now();
@@ -144,7 +146,7 @@ int run(const ReplayCmdOptions& c) {
         .num("reads_undetermined", r.reads_undetermined).num("read_bytes_compared", r.read_bytes_compared).num("atomics_compared", r.atomics_compared)
         .num("atomics_undetermined", r.atomics_undetermined).num("behaviour", r.behaviour).num("policy", r.policy)
         .num("network", r.network).num("not_listed", r.not_listed).num("mtu", r.mtu).num("live_qpn", r.live_qpn)
-        .num("mrs", r.mrs).num("mr_bytes", r.mr_bytes)
+        .num("mrs", r.mrs).num("mr_bytes", r.mr_bytes).num("memory_written", r.memory_written)
         .num("virtual_time_ns", static_cast<uint64_t>(r.virtual_time.count()))
         .num("status", static_cast<uint64_t>(r.status));
     std::puts(j.done().c_str());
@@ -155,8 +157,10 @@ int run(const ReplayCmdOptions& c) {
   std::printf("  connection   %s (%s), the capture's PSN %u is PSN 0 here\n", r.connection.c_str(),
               r.transport.c_str(), r.start_psn);
   if (!r.other_direction.empty()) std::printf("  other way    %s\n", r.other_direction.c_str());
-  std::printf("  responder    live QP 0x%06x, MTU %u, %llu MR%s (%llu bytes), %llu receives posted\n", r.live_qpn, r.mtu,
-              static_cast<unsigned long long>(r.mrs), r.mrs == 1 ? "" : "s", static_cast<unsigned long long>(r.mr_bytes),
+  std::printf("  responder    live QP 0x%06x, MTU %u, %llu MR%s spanning %llu bytes (%llu bytes of pages written), "
+              "%llu receives posted\n",
+              r.live_qpn, r.mtu, static_cast<unsigned long long>(r.mrs), r.mrs == 1 ? "" : "s",
+              static_cast<unsigned long long>(r.mr_bytes), static_cast<unsigned long long>(r.memory_written),
               static_cast<unsigned long long>(r.receives));
   std::printf("  requests     %llu sent", static_cast<unsigned long long>(r.requests));
   if (r.requests_skipped)
@@ -203,7 +207,11 @@ void register_replay(CLI::App& app) {
       ->check(CLI::IsMember({256u, 512u, 1024u, 2048u, 4096u}));
   cmd->add_option("--max-differences", o->max_differences,
                   "list at most N differences of each kind (0: all; default 50); the rest are counted");
-  cmd->add_option("--max-memory", o->max_memory_mib, "MiB the live responder's MRs may take together (default 1024)");
+  cmd->add_option("--max-memory", o->max_memory_mib,
+                  "MiB of pages the replay may write (the live MRs and their shadows; default 1024); with "
+                  "--to-scenario, MiB the scenario's MRs may take");
+  cmd->add_option("--max-span", o->max_span_gib,
+                  "GiB of addresses the live MRs may span together (reserved, not allocated; default 1024)");
   cmd->callback([o] { exit_code() = run(*o); });
 }
 

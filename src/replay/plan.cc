@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "replay/live_memory.h"
 #include "trace/check.h"
 #include "wire/aeth.h"
 
@@ -71,12 +72,14 @@ bool make_plan(const ReplayOptions& o, ReplayResult& r, Plan& plan) {
         s.ref_psn = psn.value();
         SpaceInfo::Use u;
         bool uses = false;
+        // A range that reaches past 2^64 - 1 is in no span: the live
+        // responder refuses it, as any responder whose MRs do not wrap.
         if (info.carries(wire::Hdr::kReth) && h.reth.dma_len != 0) {
           u = {h.reth.rkey, h.reth.va & ~uint64_t{7}, h.reth.va + h.reth.dma_len};
-          uses = true;
+          uses = h.reth.va <= UINT64_MAX - h.reth.dma_len;
         } else if (info.carries(wire::Hdr::kAtomicEth)) {
           u = {h.atomic_eth.rkey, h.atomic_eth.va & ~uint64_t{7}, h.atomic_eth.va + 8};
-          uses = true;
+          uses = h.atomic_eth.va <= UINT64_MAX - 8;
         }
         if (uses) {
           if (info.transport != wire::Transport::kRC) {
@@ -189,18 +192,22 @@ bool make_plan(const ReplayOptions& o, ReplayResult& r, Plan& plan) {
   if (!started) return fail("connection " + r.connection + ": no request starts a message (First or Only)");
   r.start_psn = start_psn;
   r.mtu = plan.mtu;
+  // The live MRs' address ranges, together, within --max-span (their pages
+  // cost only when written: live_memory.h).
   uint64_t total = 0;
   for (auto& [rkey, m] : mrs) {
-    if (m.hi <= m.lo) m.hi = m.lo + 8;
     const uint64_t n = m.hi - m.lo;
-    if (2 * n > o.max_memory || total + 2 * n > o.max_memory) {  // the MR and its shadow
-      char b[160];
-      std::snprintf(b, sizeof b, "the RETHs of R_Key 0x%08x span %llu bytes (VA 0x%llx..0x%llx): over --max-memory %llu",
-                    rkey, static_cast<unsigned long long>(n), static_cast<unsigned long long>(m.lo),
-                    static_cast<unsigned long long>(m.hi), static_cast<unsigned long long>(o.max_memory));
+    if (n > o.max_span - std::min(total, o.max_span) || n > kMaxOneSpan) {
+      char b[224];
+      std::snprintf(b, sizeof b,
+                    "the requests of R_Key 0x%08x reach VA 0x%llx..0x%llx, a span of %llu bytes: the live MRs would "
+                    "span more than --max-span %llu bytes",
+                    rkey, static_cast<unsigned long long>(m.lo), static_cast<unsigned long long>(m.hi - 1),
+                    static_cast<unsigned long long>(n),
+                    static_cast<unsigned long long>(std::min(o.max_span, kMaxOneSpan)));
       return fail(b);
     }
-    total += 2 * n;
+    total += n;
   }
 
   return true;

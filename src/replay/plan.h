@@ -26,6 +26,12 @@ inline std::string qpn_text(uint32_t q) {
   return b;
 }
 
+inline std::string rkey_text(uint32_t k) {
+  char b[16];
+  std::snprintf(b, sizeof b, "0x%08x", k);
+  return b;
+}
+
 struct ReadPass {
   bool ok = true;
   std::string error, damaged;

@@ -15,6 +15,7 @@
 #include "emu/records/pcap_tap.h"
 #include "emu/transport/sim_fabric.h"
 #include "replay/compare.h"
+#include "replay/live_memory.h"
 #include "replay/plan.h"
 #include "wire/aeth.h"
 #include "wire/frame.h"
@@ -70,16 +71,18 @@ class Known {
 };
 
 struct LiveMr {
+  uint32_t index = 0;                // its span's number, for the PageBudget
   uint64_t lo = UINT64_MAX, hi = 0;  // the VA range the capture's RETHs use
-  std::vector<std::byte> mem;        // the live MR
+  detail::Reservation mem;           // the live MR
   emu::Mr* mr = nullptr;
   // What the capture's WRITEs (and atomics) put in the original responder's
   // memory, and which bytes of it they determine.
-  std::vector<std::byte> shadow;
+  detail::Reservation shadow;
   Known known;
-  std::byte* at(uint64_t va, uint64_t n) {
-    return va >= lo && va - lo <= shadow.size() && n <= shadow.size() - (va - lo) ? shadow.data() + (va - lo) : nullptr;
+  bool covers(uint64_t va, uint64_t n) const {
+    return va >= lo && va - lo <= shadow.size() && n <= shadow.size() - (va - lo);
   }
+  std::byte* at(uint64_t va, uint64_t n) { return covers(va, n) ? shadow.data() + (va - lo) : nullptr; }
 };
 
 // A READ or atomic request sent, until the answers are judged.
@@ -118,9 +121,12 @@ ReplayResult replay_capture(const ReplayOptions& o) {
   const uint64_t recv_needed = plan.recv_needed, max_send = plan.max_send;
   std::map<uint32_t, LiveMr> mrs;
   for (const auto& [rkey, g] : plan.regions) {
-    mrs[rkey].lo = g.lo;
-    mrs[rkey].hi = g.hi;
+    LiveMr& m = mrs[rkey];
+    m.index = static_cast<uint32_t>(mrs.size() - 1);
+    m.lo = g.lo;
+    m.hi = g.hi;
   }
+  detail::PageBudget written(o.max_memory);
 
   // The live responder on a simulated fabric: the capture's addresses when
   // they are two different IP addresses of one family.
@@ -160,8 +166,12 @@ ReplayResult replay_capture(const ReplayOptions& o) {
   const unsigned remote = emu::access::kLocalWrite | emu::access::kRemoteWrite | emu::access::kRemoteRead |
                           emu::access::kRemoteAtomic;
   for (auto& [rkey, m] : mrs) {
-    m.mem.assign(m.hi - m.lo, std::byte{0});
-    m.shadow.assign(m.hi - m.lo, std::byte{0});
+    for (detail::Reservation* res : {&m.mem, &m.shadow}) {
+      const std::string why = res->reserve(m.hi - m.lo);
+      if (!why.empty())
+        return fail("live responder: cannot reserve " + std::to_string(m.hi - m.lo) + " bytes for R_Key " +
+                    detail::rkey_text(rkey) + ": " + why);
+    }
     auto mr = dev->reg_mr(*pd, m.mem.data(), m.mem.size(), m.lo, remote);
     if (!mr) return fail("live responder: reg_mr of " + std::to_string(m.mem.size()) + " bytes: " + mr.error().message());
     m.mr = *mr;
@@ -290,14 +300,17 @@ ReplayResult replay_capture(const ReplayOptions& o) {
   std::optional<Nanos> t0;
   std::vector<std::byte> frame(wire::kMaxFrameLen);
   struct WriteMsg {
-    bool open = false;
+    bool open = false;  // its data is what the original responder's memory holds
+    bool any = false;   // a WRITE message is under way
     int64_t start = 0;
     uint32_t rkey = 0;
     uint64_t va = 0;
   } wmsg;
   const auto wall0 = std::chrono::steady_clock::now();
   bool seen_start = false;
+  std::string over_budget;  // the replay stopped here: why
   const ReadPass p3 = for_each_packet(o.capture, [&](uint64_t no, Nanos t, const wire::DecodedFrame& d) {
+    if (!over_budget.empty()) return;
     if (o.progress && (no & 4095) == 0) o.progress(no, r.frames);
     if (is_response(d)) {
       if (!seen_start) return;
@@ -343,20 +356,34 @@ ReplayResult replay_capture(const ReplayOptions& o) {
     };
     if (info.carries(wire::Hdr::kReth)) h.reth.rkey = remap(h0.reth.rkey);
     if (info.carries(wire::Hdr::kAtomicEth)) h.atomic_eth.rkey = remap(h0.atomic_eth.rkey);
-    // What the capture determines of the responder's memory.
+    // The pages this request writes (the live MR's and the shadow's) count
+    // against --max-memory before it is sent.
     const auto len = static_cast<uint32_t>(d.roce.payload.size());
+    auto budget = [&](uint32_t rkey, uint64_t va, uint64_t n) {
+      auto it = mrs.find(rkey);
+      if (it == mrs.end() || !it->second.covers(va, n) || written.touch(it->second.index, va - it->second.lo, n, 2))
+        return true;
+      over_budget = "the capture's WRITEs and atomics write more than --max-memory " +
+                    std::to_string(written.max_bytes()) + " bytes of pages (each page twice: the live MR and its " +
+                    "shadow); R_Key " + detail::rkey_text(rkey) + " passed it at frame " + std::to_string(no);
+      return false;
+    };
     if (info.is(OpClass::kWrite)) {
-      if (info.carries(wire::Hdr::kReth)) wmsg = {!refused, rel, h0.reth.rkey, h0.reth.va};
-      if (wmsg.open && rel >= wmsg.start) {
-        auto it = mrs.find(wmsg.rkey);
+      if (info.carries(wire::Hdr::kReth)) wmsg = {!refused, true, rel, h0.reth.rkey, h0.reth.va};
+      if (wmsg.any && rel >= wmsg.start) {
         const uint64_t va = wmsg.va + static_cast<uint64_t>(rel - wmsg.start) * r.mtu;
-        std::byte* b = it == mrs.end() ? nullptr : it->second.at(va, len);
+        if (!budget(wmsg.rkey, va, len)) return;
+        // What the capture determines of the responder's memory.
+        auto it = mrs.find(wmsg.rkey);
+        std::byte* b = !wmsg.open || it == mrs.end() ? nullptr : it->second.at(va, len);
         if (b) {
           std::memcpy(b, d.roce.payload.data(), len);
           it->second.known.add(va, len);
         }
       }
-      if (info.is(OpClass::kLast)) wmsg.open = false;
+      if (info.is(OpClass::kLast)) wmsg.open = wmsg.any = false;
+    } else if (info.is(OpClass::kAtomic) && !budget(h0.atomic_eth.rkey, h0.atomic_eth.va, 8)) {
+      return;
     }
     cmp.on_request(rel, no, h0.bth.ack_req);
     if (info.is(OpClass::kRead)) {
@@ -411,7 +438,9 @@ ReplayResult replay_capture(const ReplayOptions& o) {
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   r.virtual_time = fabric.now() - vt0;
   if (o.progress) o.progress(r.frames, r.frames);
+  r.memory_written = written.bytes();
   if (!p3.ok) return fail("cannot read as a capture: " + p3.error);
+  if (!over_budget.empty()) return fail(over_budget);
   dev->set_tap(nullptr);
   if (writer) {
     if (auto ec = writer->close()) return fail(o.pcap + ": " + ec.message());

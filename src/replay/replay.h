@@ -3,9 +3,10 @@
 // back with what the capture holds (docs/replay.md, "Replay").
 //
 // The responder is a src/emu Device created here, on a simulated fabric
-// (virtual time, deterministic). Its QP, its MRs (one per R_Key seen, sized
-// from the RETHs and atomic headers of the requests the capture's responder
-// did not refuse) and its receive queue (for SENDs and WRITEs with immediate)
+// (virtual time, deterministic). Its QP, its MRs (one per R_Key seen, spanning
+// the RETHs and atomic headers of the requests the capture's responder did not
+// refuse; sparse: only written pages cost memory, live_memory.h) and its
+// receive queue (for SENDs and WRITEs with immediate)
 // are set up from a first look at the capture; then the captured requests are
 // sent to it in capture order, remapped (destination QPN, PSN relative to the
 // first message start, R_Keys; virtual addresses stay, each MR is registered
@@ -59,7 +60,8 @@ struct ReplayOptions {
   bool as_fast_as_possible = false; // each request as soon as the previous one is answered
   std::string pcap;                 // record the live exchange here (as the responder sees it)
   uint32_t mtu = 0;                 // 0: learned from the capture
-  uint64_t max_memory = 1ull << 30; // the live MRs together, at most
+  uint64_t max_memory = 1ull << 30; // the pages the replay writes (live MRs and shadows), at most
+  uint64_t max_span = 1ull << 40;   // the address ranges of the live MRs together, at most
   size_t max_listed = 50;           // differences listed per kind (0: all); the rest are counted
   // Every few thousand frames of the replay pass: frames done, frames in the capture.
   std::function<void(uint64_t done, uint64_t total)> progress;
@@ -83,7 +85,8 @@ struct ReplayResult {
   uint64_t atomics_compared = 0, atomics_undetermined = 0;  // atomic original values
   uint64_t behaviour = 0, policy = 0, network = 0, not_listed = 0;
   uint32_t mtu = 0, live_qpn = 0, start_psn = 0;
-  uint64_t mrs = 0, mr_bytes = 0, receives = 0;
+  uint64_t mrs = 0, mr_bytes = 0, receives = 0;  // mr_bytes: the live MRs' spans together
+  uint64_t memory_written = 0;  // bytes of pages the replay wrote (live MRs and shadows)
   Nanos virtual_time{0};      // the live exchange's duration on the fabric's clock
   double wall_seconds = 0;    // the replay pass
 };

@@ -17,6 +17,7 @@ namespace rocelab::replay {
 namespace {
 
 using detail::OpClass;
+using detail::rkey_text;
 using wire::Psn;
 
 constexpr uint64_t kMaxMessages = 100000;  // a scenario is a file people read: the first ones
@@ -67,13 +68,16 @@ ReplayResult to_scenario(const ReplayOptions& o, const std::string& path) {
   resp->mutable_cq(0)->set_cqe(4096);
   uint64_t total = 0;
   for (const auto& [rkey, g] : plan.regions) {
+    // `rocelab sim` allocates a scenario's MRs whole: their spans are memory.
     const uint64_t n = std::max<uint64_t>(g.hi > g.lo ? g.hi - g.lo : 8, 8);
-    total += n;
-    if (total > o.max_memory) {
+    if (n > o.max_memory - std::min(total, o.max_memory)) {
       r.status = 2;
-      r.error = "the RETHs span more than --max-memory";
+      r.error = "the requests of R_Key " + rkey_text(rkey) + " span " + std::to_string(n) +
+                " bytes: a scenario's MRs are allocated whole, and together they would take more than --max-memory " +
+                std::to_string(o.max_memory) + " bytes";
       return r;
     }
+    total += n;
     scenario::Mr* m = resp->add_mr();
     m->set_name(mr_name(rkey));
     m->set_length(n);

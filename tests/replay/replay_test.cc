@@ -154,7 +154,11 @@ class TraceFile {
     h.atomic_ack_eth.orig = orig;
     add(false, h, {});
   }
-  void close() { EXPECT_FALSE(w_->close()); }
+  void close() {
+    if (closed_) return;
+    closed_ = true;
+    EXPECT_FALSE(w_->close());
+  }
   Replayed replay(const std::string& args = "") {
     close();
     auto r = run(wire::testutil::kRocelab + " replay --json " + args + " " + quote(path_));
@@ -174,6 +178,7 @@ class TraceFile {
  private:
   std::string path_;
   std::optional<PcapWriter> w_;
+  bool closed_ = false;
   std::chrono::nanoseconds t_{1'700'000'000'000'000'000};
 };
 
@@ -412,6 +417,116 @@ TEST(Replay, PcapRecordsTheLiveExchange) {
     }
   }
   EXPECT_EQ(ops, (std::vector<uint8_t>{op::kRcWriteOnly, op::kRcAck, op::kRcSendOnly, op::kRcAck}));
+}
+
+// The live MRs cost the pages the capture writes, not the span of its
+// addresses: two WRITEs 2^40 bytes apart under one R_Key (legal on the wire)
+// and a READ of each are replayed with one page of each end written, live MR
+// and shadow, and every READ byte compared.
+TEST(Replay, ASpanOf2To40BytesCostsOnlyThePagesWritten) {
+  TraceFile t("span40");
+  constexpr uint64_t kFar = kVa + (uint64_t{1} << 40) - 64;
+  const auto near = bytes(64, 5), far = bytes(64, 6);
+  t.write(0, kVa, 64, near);
+  t.ack(0, Aeth::ack(1));
+  t.write(1, kFar, 64, far);
+  t.ack(1, Aeth::ack(2));
+  t.read(2, kVa, 64);
+  t.read_only(2, 3, near);
+  t.read(3, kFar, 64);
+  t.read_only(3, 4, far);
+  auto r = t.replay();
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(r.diffs.empty()) << r.diffs.front()["kind"] << ": " << r.diffs.front()["text"];
+  EXPECT_EQ(r.result["mrs"], "1");
+  EXPECT_EQ(r.result["mr_bytes"], std::to_string(uint64_t{1} << 40));
+  EXPECT_EQ(r.result["memory_written"], std::to_string(2 * 2 * 4096));  // two pages, MR and shadow
+  EXPECT_EQ(r.result["reads_compared"], "2");
+  EXPECT_EQ(r.result["read_bytes_compared"], "128");
+}
+
+// A span over --max-span: exit 2 before anything is sent, naming the R_Key,
+// the VAs, the span and the limit.
+TEST(Replay, ASpanOverTheLimitIsAClearError) {
+  TraceFile t("spanlimit");
+  t.write(0, kVa, 64, bytes(64, 5));
+  t.ack(0, Aeth::ack(1));
+  t.write(1, kVa + (uint64_t{1} << 40) - 64, 64, bytes(64, 6));
+  t.ack(1, Aeth::ack(2));
+  auto r = t.replay("--max-span 512");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("R_Key 0x00001234 reach VA 0x7f0000001000..0x800000000fff, a span of 1099511627776 bytes"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("more than --max-span 549755813888 bytes"), std::string::npos) << r.err;
+  EXPECT_EQ(r.result["requests"], "");  // nothing was replayed
+}
+
+// The pages written count against --max-memory as they are written: WRITEs to
+// 200 pages (400 with their shadows) pass 1 MiB (256 pages) and the replay
+// stops with exit 2, naming the R_Key and the frame.
+TEST(Replay, PagesWrittenOverTheLimitAreAClearError) {
+  TraceFile t("pagelimit");
+  for (uint32_t i = 0; i < 200; ++i) {
+    t.write(i, kVa + uint64_t{i} * 4096, 64, bytes(64, static_cast<uint8_t>(i)));
+    t.ack(i, Aeth::ack(i + 1));
+  }
+  auto r = t.replay("--max-memory 1");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("more than --max-memory 1048576 bytes of pages"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("R_Key 0x00001234 passed it at frame 257"), std::string::npos) << r.err;
+  // The same capture within the default limit: 400 pages written.
+  r = t.replay();
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.result["memory_written"], std::to_string(400 * 4096));
+}
+
+// Ranges that reach past 2^64 - 1 are in no MR: a WRITE of 64 bytes at
+// 2^64 - 16, a READ of 64 at 2^64 - 1, a FETCH_ADD at 2^64 - 8. The capture's
+// responder refused each: the live one refuses it too, no difference. It
+// accepted it: the live one refuses it (remote access error), a behaviour
+// difference. Either way the R_Key's span is its one sane WRITE.
+TEST(Replay, RangesReachingPast2To64AreRefusedLive) {
+  const uint64_t kTop = ~uint64_t{0};
+  for (const char* op : {"write", "read", "atomic"}) {
+    for (const bool accepted : {false, true}) {
+      SCOPED_TRACE(std::string(op) + (accepted ? " accepted" : " refused") + " by the capture's responder");
+      TraceFile t(std::string("wrap_") + op + (accepted ? "_acked" : "_naked"));
+      t.write(0, kVa, 64, bytes(64, 1));
+      t.ack(0, Aeth::ack(1));
+      if (op[0] == 'w') t.write(1, kTop - 15, 64, bytes(64, 2));
+      if (op[0] == 'r') t.read(1, kTop, 64);
+      if (op[0] == 'a') t.fetch_add(1, kTop - 7, 1);
+      if (!accepted) t.ack(1, Aeth::nak(1, NakCode::kRemoteAccessError));
+      else if (op[0] == 'w') t.ack(1, Aeth::ack(2));
+      else if (op[0] == 'r') t.read_only(1, 2, bytes(64, 3));
+      else t.atomic_ack(1, 2, 0);
+      auto r = t.replay();
+      EXPECT_EQ(r.result["mr_bytes"], "64");
+      EXPECT_EQ(r.result["requests"], "2");
+      if (!accepted) {
+        EXPECT_EQ(r.status, 0) << r.err;
+        EXPECT_TRUE(r.kinds("behaviour").empty()) << r.diffs.front()["text"];
+      } else {
+        EXPECT_EQ(r.status, 1) << r.err;
+        ASSERT_EQ(r.kinds("behaviour"), (std::vector<std::string>{"nak"}));
+        EXPECT_NE(r.diffs[0]["live"].find("NAK remote access error"), std::string::npos) << r.diffs[0]["live"];
+      }
+    }
+  }
+}
+
+// What fuzz_replay_capture found (kept in its corpus): R_Key 0x104 is written
+// at VA 0x1000 and fetch-added at 0x8000000000001000, a span of 2^63 + 8
+// bytes whose doubled size wrapped past the memory check. A clear error.
+TEST(Replay, TheFuzzersSpanFindingIsAClearError) {
+  const std::string finding = std::string(ROCELAB_SOURCE_DIR) + "/tests/fuzz/kept/replay_capture/span-overflow.pcap";
+  auto r = run(wire::testutil::kRocelab + " replay " + quote(finding));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("R_Key 0x00000104 reach VA 0x1000..0x8000000000001007, a span of 9223372036854775816 bytes: "
+                       "the live MRs would span more than --max-span 1099511627776 bytes"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(Replay, BadFilesAndArgumentsExit2) {
