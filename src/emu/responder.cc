@@ -448,6 +448,15 @@ RespState duplicate(QpImpl& qp, Scratch& s) {
     }
     if (r.atomic) break;
     const auto& reth = s.pkt.hdr.reth;
+    // A READ resent from a PSN inside the original (a resumed READ) may ask
+    // for less than the original, never for more: its responses must end at
+    // the original's last PSN (as rxe replays the saved resource).
+    const uint64_t room = (uint64_t(r.last_psn.distance(s.psn)) + 1) * qp.pmtu();
+    if (reth.dma_len > room) {
+      s.reason = "duplicate READ longer than the original";
+      s.drop_ctr = nullptr;
+      return RespState::kDrop;
+    }
     MrImpl* mr = nullptr;
     uint64_t mr_va = 0;
     if (!resolve_rkey(qp, reth.rkey, reth.va, reth.dma_len, access::kRemoteRead, &mr, &mr_va)) break;

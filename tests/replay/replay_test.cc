@@ -529,6 +529,25 @@ TEST(Replay, TheFuzzersSpanFindingIsAClearError) {
       << r.err;
 }
 
+// A READ resent with a RETH asking for more than the original (1 GiB here,
+// the original 16 bytes) is not served again: its responses would pass the
+// original's last PSN. The live responder drops it (fuzz_replay_capture found
+// it answering with 1 GiB of responses), and answers the original once.
+TEST(Replay, ADuplicateReadLongerThanTheOriginalIsDropped) {
+  TraceFile t("dupread");
+  const auto data = bytes(16, 4);
+  t.write(0, kVa, 16, data);
+  t.ack(0, Aeth::ack(1));
+  t.read(1, kVa, 16);
+  t.read_only(1, 2, data);
+  t.read(1, kVa, 1u << 30);
+  auto r = t.replay();
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.result["requests"], "3");
+  EXPECT_EQ(r.result["live_responses"], "2");
+  EXPECT_EQ(r.result["reads_compared"], "1");
+}
+
 TEST(Replay, BadFilesAndArgumentsExit2) {
   auto r = run(wire::testutil::kRocelab + " replay /nonexistent/x.pcap");
   EXPECT_EQ(r.status, 2);
