@@ -77,11 +77,14 @@ Victim::Victim() {
   std::memcpy(a.mem.data(), a.pattern.data(), a.size);
   scratch_.resize(wire::kMaxRoceLen + 64);
 
-  peer_ = fabric_.attach(kPeerAddr);
-  stranger_ = fabric_.attach(kStrangerAddr);
-  DeviceConfig cfg;
-  cfg.helper_thread = false;
-  dev_ = must(Device::create(fabric_.attach(kVictimAddr), cfg), "device");
+  // The peer and a stranger are bare ports on the fabric: the input's packets
+  // leave from them as they are.
+  std::string why;
+  peer_ = bed_.make_transport(kPeerAddr, 0, nullptr, nullptr, &why);
+  stranger_ = bed_.make_transport(kStrangerAddr, 0, nullptr, nullptr, &why);
+  if (!peer_ || !stranger_) die("ports");
+  dev_ = bed_.make_device(kVictimAddr, 0, DeviceConfig{}, nullptr, nullptr, &why);
+  if (!dev_) die("device");
 
   Pd* pd = must(dev_->alloc_pd(), "pd");
   Pd* pd2 = must(dev_->alloc_pd(), "pd2");

@@ -37,6 +37,7 @@
 
 #include "emu/device.h"
 #include "emu/transport/sim_fabric.h"
+#include "testbed/testbed.h"
 
 namespace rocelab::fuzz {
 
@@ -88,7 +89,8 @@ class Victim {
   void advance(emu::Nanos dt);
   void local(uint8_t what);
 
-  emu::SimFabric fabric_;
+  testbed::Testbed bed_{testbed::Net::kSim};
+  emu::SimFabric& fabric_ = *bed_.fabric();
   std::unique_ptr<emu::Transport> peer_, stranger_;
   std::unique_ptr<emu::Device> dev_;
   std::vector<emu::Qp*> qp_objs_;
