@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "emu/connect.h"
-#include "sim/testbed.h"
+#include "testbed/testbed.h"
 #include "wire/frame.h"
 #include "wire/icrc.h"
 #include "wire/packet.h"
@@ -82,7 +82,7 @@ BENCHMARK(BM_DecodeFrameWithIcrc1K);
 // The engine on the simulated fabric: RC WRITEs of 64 bytes, one at a time,
 // each until its completion (a WRITE Only and its ACK: two packets).
 void BM_EngineWrite64OnTheFabric(benchmark::State& state) {
-  sim::Testbed bed(sim::Net::kSim);
+  testbed::Testbed bed(testbed::Net::kSim);
   std::string err;
   auto a = bed.make_device(wire::IpAddr::v4(10, 0, 0, 1), 1, {}, nullptr, nullptr, &err);
   auto b = bed.make_device(wire::IpAddr::v4(10, 0, 0, 2), 1, {}, nullptr, nullptr, &err);

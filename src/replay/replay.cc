@@ -17,6 +17,7 @@
 #include "replay/compare.h"
 #include "replay/live_memory.h"
 #include "replay/plan.h"
+#include "testbed/testbed.h"
 #include "wire/aeth.h"
 #include "wire/frame.h"
 #include "wire/pcap_reader.h"
@@ -135,7 +136,7 @@ ReplayResult replay_capture(const ReplayOptions& o) {
     req_ip = wire::IpAddr::v4(10, 0, 0, 1);
     resp_ip = wire::IpAddr::v4(10, 0, 0, 2);
   }
-  // (Declared in this order: the device goes first, then the fabric, then the writer.)
+  // (Declared before the testbed: its device goes first, then the fabric, then the writer.)
   std::optional<wire::PcapWriter> writer;
   std::unique_ptr<emu::PcapTap> tap;
   if (!o.pcap.empty()) {
@@ -146,19 +147,20 @@ ReplayResult replay_capture(const ReplayOptions& o) {
     tap = std::make_unique<emu::PcapTap>(*writer, emu::PcapTap::Dirs::kBoth);
   }
   // No propagation delay: the capture's own gaps are the timing (--speed),
-  // and a request's answer is there at the next poll.
-  emu::SimFabric fabric(emu::SimFabricConfig{Nanos(0), 0, Nanos(0)});
-  auto port = fabric.attach(req_ip);
-  auto resp_port = fabric.attach(resp_ip);
-  if (!port || !resp_port) return fail("cannot attach to the simulated fabric");
+  // and a request's answer is there at the next poll. The requester is a bare
+  // port on the fabric (the capture's requests are sent as they are); the
+  // responder a device of the testbed.
+  testbed::Testbed bed(testbed::Net::kSim, emu::SimFabricConfig{Nanos(0), 0, Nanos(0)});
+  emu::SimFabric& fabric = *bed.fabric();
+  std::string why;
+  auto port = bed.make_transport(req_ip, 0, nullptr, nullptr, &why);
+  if (!port) return fail("cannot attach to the simulated fabric: " + why);
   emu::DeviceConfig cfg;
   cfg.name = "replay0";
   cfg.active_mtu = emu::Mtu::k4096;
-  cfg.helper_thread = false;
   cfg.tap = tap.get();
-  auto dev_r = emu::Device::create(std::move(resp_port), cfg);
-  if (!dev_r) return fail("cannot create the live responder: " + dev_r.error().message());
-  std::unique_ptr<emu::Device> dev = std::move(*dev_r);
+  std::unique_ptr<emu::Device> dev = bed.make_device(resp_ip, 0, cfg, nullptr, nullptr, &why);
+  if (!dev) return fail("cannot create the live responder: " + why);
   auto pd = dev->alloc_pd();
   if (!pd) return fail("live responder: alloc_pd: " + pd.error().message());
   auto cq = dev->create_cq(4096, nullptr, 0);
@@ -167,10 +169,10 @@ ReplayResult replay_capture(const ReplayOptions& o) {
                           emu::access::kRemoteAtomic;
   for (auto& [rkey, m] : mrs) {
     for (detail::Reservation* res : {&m.mem, &m.shadow}) {
-      const std::string why = res->reserve(m.hi - m.lo);
-      if (!why.empty())
+      const std::string refused = res->reserve(m.hi - m.lo);
+      if (!refused.empty())
         return fail("live responder: cannot reserve " + std::to_string(m.hi - m.lo) + " bytes for R_Key " +
-                    detail::rkey_text(rkey) + ": " + why);
+                    detail::rkey_text(rkey) + ": " + refused);
     }
     auto mr = dev->reg_mr(*pd, m.mem.data(), m.mem.size(), m.lo, remote);
     if (!mr) return fail("live responder: reg_mr of " + std::to_string(m.mem.size()) + " bytes: " + mr.error().message());

@@ -11,7 +11,7 @@
 #include "emu/records/pcap_tap.h"
 #include "sim/fsm.h"
 #include "sim/names.h"
-#include "sim/testbed.h"
+#include "testbed/testbed.h"
 #include "wire/pcap_writer.h"
 
 namespace rocelab::sim {
@@ -19,6 +19,9 @@ namespace rocelab::sim {
 namespace {
 
 using namespace emu;
+using testbed::Net;
+using testbed::NodeFaults;
+using testbed::Testbed;
 
 constexpr Nanos kDefaultWait = std::chrono::seconds(10);
 

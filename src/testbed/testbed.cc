@@ -1,10 +1,24 @@
-#include "sim/testbed.h"
+#include "testbed/testbed.h"
 
 #include <thread>
 
 #include "emu/transport/udp_transport.h"
 
-namespace rocelab::sim {
+namespace rocelab::testbed {
+
+std::optional<NodeFaults> NodeFaults::from(const emu::FaultConfig& cfg, uint64_t seed, std::string* error) {
+  error->clear();
+  if (!cfg.active()) return std::nullopt;
+  emu::FaultConfig seeded = cfg;
+  seeded.seed = seed;
+  emu::FaultRules rules = emu::fault_rules(seeded);
+  if (!rules.ok()) {
+    *error = rules.error;
+    return std::nullopt;
+  }
+  return NodeFaults{seed, std::move(rules.rules)};
+}
+
 
 Testbed::Testbed(Net net, emu::SimFabricConfig cfg) : net_(net) {
   if (net == Net::kSim) fabric_ = std::make_unique<emu::SimFabric>(cfg);
@@ -114,4 +128,4 @@ bool Testbed::run_until(const std::function<bool()>& done, Nanos deadline) {
   }
 }
 
-}  // namespace rocelab::sim
+}  // namespace rocelab::testbed

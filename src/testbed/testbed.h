@@ -1,9 +1,11 @@
 // The testbed: emulated devices on one network — the simulated fabric (virtual
 // time, deterministic) or real UDP sockets on loopback addresses — each
-// optionally behind its own fault injector. It is the one harness that
-// `rocelab sim`, `rocelab loopback` and the engine tests (tests/emu/pair.h)
-// build on: how a node gets its transport, its faults and its device, and how
-// time moves while a caller waits.
+// optionally behind its own fault injector. It is the one way rocelab
+// assembles devices outside a program under `rocelab run`: `rocelab sim`,
+// `rocelab loopback`, `rocelab replay`, the fuzzers' victim, the benchmarks and
+// the engine and CM tests build on it. It says how a node gets its transport
+// (or a bare port on the fabric), its faults and its device, and how time
+// moves while a caller waits; endpoint.h adds the objects of one side.
 //
 // On the simulated fabric everything runs on the caller's thread (devices
 // without helper threads) and the same calls give the same packets at the same
@@ -18,20 +20,27 @@
 #include <vector>
 
 #include "emu/device.h"
+#include "emu/transport/fault_config.h"
 #include "emu/transport/fault_injector.h"
 #include "emu/transport/sim_fabric.h"
 
-namespace rocelab::sim {
+namespace rocelab::testbed {
 
 using Nanos = std::chrono::nanoseconds;
 
 enum class Net { kSim, kUdp };
+inline const char* to_string(Net n) { return n == Net::kSim ? "sim" : "udp"; }
 
 // A node's fault injector: its PRNG seed and the rules it starts with (more can
 // be added later with FaultInjector::add_rules).
 struct NodeFaults {
   uint64_t seed = 1;
   std::vector<emu::FaultRule> rules;
+
+  // The injector of a FaultConfig (the flags of `rocelab loopback` and
+  // `rocelab run`), seeded with seed: nullopt when the config injects nothing
+  // or is wrong (*error then says why, else it is left empty).
+  static std::optional<NodeFaults> from(const emu::FaultConfig& cfg, uint64_t seed, std::string* error);
 };
 
 struct TestbedNode {
@@ -91,4 +100,4 @@ class Testbed {
   std::vector<TestbedNode> nodes_;
 };
 
-}  // namespace rocelab::sim
+}  // namespace rocelab::testbed

@@ -1,6 +1,6 @@
 // Test harness for src/cm: "processes" (an emulated device, its own Cm and an
 // event channel) on the simulated fabric or on real UDP sockets (127.0.0.x),
-// built on the testbed (src/sim/testbed.h) as the engine tests are. It also
+// built on the testbed (src/testbed) as the engine tests are. It also
 // plays librdmacm's part where the tests need a QP: it moves QPs with the
 // attributes init_qp_attr gives, as ucma_modify_qp_rtr/rts do.
 #pragma once
@@ -17,14 +17,14 @@
 #include "cm/rdma_cm.h"
 #include "emu/device.h"
 #include "emu/transport/fault_config.h"
-#include "sim/testbed.h"
+#include "testbed/testbed.h"
 
 namespace rocelab::cm::test {
 
 using namespace std::chrono_literals;
 using Nanos = std::chrono::nanoseconds;
 
-inline const char* to_string(sim::Net n) { return n == sim::Net::kSim ? "sim" : "udp"; }
+using testbed::Net;
 
 struct Side {
   std::unique_ptr<emu::Device> dev;
@@ -40,9 +40,9 @@ struct Side {
 
 class CmEnv {
  public:
-  explicit CmEnv(sim::Net net) : net_(net), bed_(net) {}
-  sim::Net net() const { return net_; }
-  sim::Testbed& bed() { return bed_; }
+  explicit CmEnv(Net net) : net_(net), bed_(net) {}
+  Net net() const { return net_; }
+  testbed::Testbed& bed() { return bed_; }
 
   // A process on host (10.0.0.host on the fabric, the first free 127.0.0.x
   // from 100+host on UDP); faults: a drop-schedule SPEC (fault_config.h) for
@@ -50,14 +50,13 @@ class CmEnv {
   Side make_side(uint8_t host, const std::string& faults = "", bool with_cm = true,
                  CmConfig cfg = {}, std::optional<wire::IpAddr> sim_addr = std::nullopt) {
     Side s;
-    std::optional<sim::NodeFaults> nf;
+    std::optional<testbed::NodeFaults> nf;
     if (!faults.empty()) {
       emu::FaultConfig fc;
       fc.schedule = faults;
-      fc.seed = host;
-      emu::FaultRules rules = emu::fault_rules(fc);
-      EXPECT_TRUE(rules.ok()) << rules.error;
-      nf = sim::NodeFaults{host, rules.rules};
+      std::string why;
+      nf = testbed::NodeFaults::from(fc, host, &why);
+      EXPECT_EQ(why, "");
     }
     std::string err;
     s.dev = bed_.make_device(sim_addr ? *sim_addr : wire::IpAddr::v4(10, 0, 0, host),
@@ -74,7 +73,7 @@ class CmEnv {
     s.mr = *s.dev->reg_mr(s.pd, s.buf.data(), s.buf.size(), reinterpret_cast<uint64_t>(s.buf.data()),
                           emu::access::kLocalWrite | emu::access::kRemoteWrite | emu::access::kRemoteRead);
     if (!with_cm) return s;
-    if (net_ == sim::Net::kSim) {
+    if (net_ == Net::kSim) {
       cfg.route = [](const emu::Device&, const wire::IpAddr&) { return RouteVerdict::kReachable; };
       if (cfg.seed == 0) cfg.seed = host;
     }
@@ -88,7 +87,7 @@ class CmEnv {
   // when nothing else does. False when nothing can happen any more (fabric idle).
   bool step() {
     const size_t moved = bed_.step(devs_);
-    if (net_ == sim::Net::kSim && moved == 0 && bed_.fabric()->next_event() == Nanos::max()) return false;
+    if (net_ == Net::kSim && moved == 0 && bed_.fabric()->next_event() == Nanos::max()) return false;
     return true;
   }
   Nanos now() const { return bed_.now(); }
@@ -101,7 +100,7 @@ class CmEnv {
     for (;;) {
       Event ev;
       if (!s.cm->get_event(s.ch, &ev)) return ev;
-      if (net_ == sim::Net::kSim ? bed_.now() - start > budget
+      if (net_ == Net::kSim ? bed_.now() - start > budget
                                  : std::chrono::steady_clock::now() - wall > std::chrono::seconds(20))
         return std::nullopt;
       if (!step()) {
@@ -127,8 +126,8 @@ class CmEnv {
   }
 
  private:
-  sim::Net net_;
-  sim::Testbed bed_;
+  Net net_;
+  testbed::Testbed bed_;
   std::vector<emu::Device*> devs_;
 };
 

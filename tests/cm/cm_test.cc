@@ -25,12 +25,12 @@
 namespace rocelab::cm::test {
 namespace {
 
-class CmTest : public ::testing::TestWithParam<sim::Net> {
+class CmTest : public ::testing::TestWithParam<Net> {
  protected:
   CmEnv env{GetParam()};
 };
 
-INSTANTIATE_TEST_SUITE_P(Nets, CmTest, ::testing::Values(sim::Net::kSim, sim::Net::kUdp),
+INSTANTIATE_TEST_SUITE_P(Nets, CmTest, ::testing::Values(Net::kSim, Net::kUdp),
                          [](const auto& i) { return std::string(to_string(i.param)); });
 
 TEST_P(CmTest, ConnectAcceptEstablishWithPrivateDataBothWays) {
@@ -123,7 +123,7 @@ TEST_P(CmTest, NobodyListeningIsRejectedWithInvalidServiceId) {
   start_connect(env, a, b, &c, "anyone?");
   Event rej = env.expect_event(a, EventType::kRejected);
   EXPECT_EQ(rej.status, wire::rej_reason::kInvalidServiceId);  // 8
-  if (env.net() == sim::Net::kSim) {
+  if (env.net() == Net::kSim) {
     EXPECT_LT(env.now() - t0, 1s);  // answered, not timed out
   }
 }
@@ -459,7 +459,7 @@ TEST_P(CmTest, AnEstablishedConnectionLeavesItsDreqUntilItEnds) {
 
 class CmSimTest : public ::testing::Test {
  protected:
-  CmEnv env{sim::Net::kSim};
+  CmEnv env{Net::kSim};
 };
 
 // MADs a side sends, in order (drop:qpn=1:nth=K drops the K-th).
@@ -578,7 +578,7 @@ TEST_F(CmSimTest, PeerGoneAfterRequestAnswersNothingAndDisconnectTimesOut) {
 
 TEST_F(CmSimTest, SameCallsGiveTheSamePacketsAtTheSameTimes) {
   auto run = [] {
-    CmEnv e(sim::Net::kSim);
+    CmEnv e(Net::kSim);
     Side a = e.make_side(1, "drop:qpn=1:nth=1"), b = e.make_side(2);
     Conn c = connect_pair(e, a, b);
     return std::make_tuple(e.now(), c.req.conn.qp_num, c.rep.conn.qp_num, a.cm->query(c.a)->src.port);
@@ -589,7 +589,7 @@ TEST_F(CmSimTest, SameCallsGiveTheSamePacketsAtTheSameTimes) {
 // ---- on UDP only ----
 
 TEST(CmUdpTest, ConnectToAnAddressNobodyHoldsIsUnreachableAfterOneResend) {
-  CmEnv env(sim::Net::kUdp);
+  CmEnv env(Net::kUdp);
   // Short CM timeouts (0.27 s + 2 x 67 ms per try) to keep the test quick.
   CmConfig cfg;
   cfg.cm_response_timeout = 16;
@@ -612,7 +612,7 @@ TEST(CmUdpTest, ConnectToAnAddressNobodyHoldsIsUnreachableAfterOneResend) {
 }
 
 TEST(CmUdpTest, AnAddressWithoutRouteIsAnAddrError) {
-  CmEnv env(sim::Net::kUdp);
+  CmEnv env(Net::kUdp);
   Side a = env.make_side(1);
   ASSERT_TRUE(a.cm);
   auto id = *a.cm->create_id(a.ch, PortSpace::kTcp, emu::QpType::kRC);

@@ -49,7 +49,7 @@ TEST(CmWire, TsharkReadsARealUdpConnectAndDisconnectFieldByField) {
   uint64_t bguid = 0, aguid = 0;
   uint32_t qpn_a = 0, qpn_b = 0;  // the QPs die with their devices at the end of the block
   {
-    CmEnv env(sim::Net::kUdp);
+    CmEnv env(Net::kUdp);
     Side a = env.make_side(1), b = env.make_side(2);
     ASSERT_TRUE(a.cm && b.cm);
     aaddr = a.addr();

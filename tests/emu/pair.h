@@ -1,8 +1,8 @@
 // Test helper: two emulated devices on the simulated fabric or on real UDP
 // sockets (127.0.0.x), each with a PD, CQs, a registered buffer and one QP,
-// connected to each other through the public API. Transports, faults and time
-// come from the testbed (src/sim/testbed.h) that rocelab sim and rocelab
-// loopback use too.
+// connected to each other through the public API. Devices, faults, the objects
+// of a side and time come from the testbed (src/testbed) that rocelab sim,
+// rocelab loopback and rocelab replay use too.
 #pragma once
 #include <chrono>
 #include <cstring>
@@ -19,28 +19,18 @@
 #include "emu/transport/fault_injector.h"
 #include "emu/transport/sim_fabric.h"
 #include "emu/transport/udp_transport.h"
-#include "sim/testbed.h"
+#include "testbed/endpoint.h"
+#include "testbed/testbed.h"
 
 namespace rocelab::emu::test {
 
-enum class Net { kSim, kUdp };
-inline const char* to_string(Net n) { return n == Net::kSim ? "sim" : "udp"; }
-
-struct Node {
-  std::unique_ptr<Device> dev;
-  Pd* pd = nullptr;
-  Cq* scq = nullptr;
-  Cq* rcq = nullptr;
-  Qp* qp = nullptr;
-  std::vector<std::byte> buf;
-  Mr* mr = nullptr;
-  uint64_t addr() const { return reinterpret_cast<uint64_t>(buf.data()); }
-};
+using testbed::Net;
+using Node = testbed::Endpoint;
 
 class Env {
  public:
   explicit Env(Net net, Mtu active_mtu = Mtu::k1024)
-      : net_(net), mtu_(active_mtu), bed_(net == Net::kSim ? sim::Net::kSim : sim::Net::kUdp) {}
+      : net_(net), mtu_(active_mtu), bed_(net) {}
 
   // Devices made after this read retry_cnt 7 as rxe does: retry forever.
   void set_retry_forever(bool on) { retry_forever_ = on; }
@@ -54,12 +44,12 @@ class Env {
       fcfg->schedule = faults_;
       fcfg->seed = host;
     }
-    std::optional<sim::NodeFaults> nf;
-    if (fcfg && fcfg->active()) {
-      FaultRules rules = fault_rules(*fcfg);
-      EXPECT_TRUE(rules.ok()) << rules.error;
-      if (!rules.ok()) return nullptr;
-      nf = sim::NodeFaults{fcfg->seed, std::move(rules.rules)};
+    std::optional<testbed::NodeFaults> nf;
+    if (fcfg) {
+      std::string why;
+      nf = testbed::NodeFaults::from(*fcfg, fcfg->seed, &why);
+      EXPECT_EQ(why, "");
+      if (!why.empty()) return nullptr;
     }
     DeviceConfig cfg;
     cfg.active_mtu = mtu_;
@@ -80,24 +70,12 @@ class Env {
     n.dev = make_device(host);
     EXPECT_TRUE(n.dev);
     if (!n.dev) return n;
-    n.pd = *n.dev->alloc_pd();
-    n.scq = *n.dev->create_cq(cqe, nullptr, 0);
-    n.rcq = *n.dev->create_cq(cqe, nullptr, 0);
-    n.buf.assign(len, std::byte{0});
-    n.mr = *n.dev->reg_mr(n.pd, n.buf.data(), len, n.addr(), access);
-    QpInitAttr ia;
-    ia.send_cq = n.scq;
-    ia.recv_cq = n.rcq;
-    ia.qp_type = type;
-    ia.cap = cap;
-    auto qp = n.dev->create_qp(n.pd, ia);
-    EXPECT_TRUE(qp.ok());
-    n.qp = qp.ok() ? *qp : nullptr;
+    EXPECT_EQ(n.open({type, len, access, cqe, cap}), "");
     return n;
   }
 
   // One progress round on every device; on the simulated fabric, when nothing
-  // moved, the virtual clock advances to the next event (sim::Testbed::step).
+  // moved, the virtual clock advances to the next event (testbed::Testbed::step).
   void step(std::initializer_list<Device*> devs) { bed_.step(std::vector<Device*>(devs)); }
 
   // Polls cq until `want` completions arrived (or the budget ran out: 60 s of
@@ -146,7 +124,7 @@ class Env {
   std::function<void(const std::string&)> warn_;
   std::string faults_;
   std::optional<FaultConfig> fault_cfg_;
-  sim::Testbed bed_;
+  testbed::Testbed bed_;
 };
 
 inline void fill_pattern(std::vector<std::byte>& b, size_t off, size_t len, uint8_t seed) {
