@@ -1,5 +1,5 @@
 #!/bin/bash
-# The issue #3 acceptance run: `rocelab loopback` over real UDP, every packet
+# `rocelab loopback` over real UDP, every packet
 # captured; then the capture must decode in tshark (no malformed packet, the
 # expected opcodes present) and every ICRC must be right (rocelab decode, exit 0).
 # Usage: loopback_wire_test.sh ROCELAB TSHARK

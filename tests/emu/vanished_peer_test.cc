@@ -1,4 +1,4 @@
-// A vanished peer (issue #4 item 5): the remote process dies mid-transfer.
+// A vanished peer: the remote process dies mid-transfer.
 // Outstanding WRs end with RETRY_EXC_ERR after timeout x (retry_cnt + 1) —
 // also for retry_cnt 7, which otherwise retries forever as on rxe, because the
 // network says the peer is gone (ICMP port unreachable; the simulated fabric

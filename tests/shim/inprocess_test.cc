@@ -1,4 +1,4 @@
-// Never a crash (issue #14 item 8): every op slot of an emulated context, and
+// Never a crash: every op slot of an emulated context, and
 // the exported verbs a program can hand an emulated object, called with edge
 // arguments — NULL where a pointer is optional, zero and out-of-range sizes,
 // objects of another device, verbs the emulator lacks — answer with an errno,
