@@ -174,9 +174,9 @@ TEST_F(NeverACrash, EveryUnsupportedOpSlotSaysEopnotsupp) {
   EXPECT_NULL_ERRNO(v->create_wq(ctx_, nullptr));
   EXPECT_EQ(v->ibv_destroy_flow(nullptr), EOPNOTSUPP);
   EXPECT_NULL_ERRNO(v->ibv_create_flow(qp_, nullptr));
-  // (XRC's slots work now: XrcSlotsAndObjectsRefuseEdgeArguments.)
+  // (XRC's slots are implemented: XrcSlotsAndObjectsRefuseEdgeArguments.)
   // The exported verbs the emulator lacks.
-  // (Multicast works now: the edge arguments are refused as uverbs refuses them.)
+  // (Multicast is implemented: edge arguments are refused as uverbs refuses them.)
   ibv_gid group{};
   group.raw[0] = 0xff;  // ff00::/8
   EXPECT_EQ(ibv_attach_mcast(qp_, nullptr, 0), EINVAL);
