@@ -11,7 +11,7 @@
 # Two more pairs: veth_write_bw runs ib_write_bw and iperf3 between two network
 # namespaces joined by a veth pair (root; skipped where namespaces cannot be
 # made), and qps_1000 compares ib_write_bw's aggregate over 1,000 QPs with its
-# one-QP figure (issue #13's scale target: >= 0.8).
+# one-QP figure (the scale target: a ratio >= 0.8).
 #
 # Usage: bench/run.sh [--build DIR] [--runs N] [--no-micro] [PAIR...]
 #   PAIR: write_bw read_bw send_bw write_rate send_lat write_lat read_lat

@@ -22,8 +22,8 @@ namespace rocelab::emu {
 
 // Outgoing frames: a fixed pool of buffers, each holding IP + UDP headers and
 // the transport packet; sent as one batch. Allocated once (no per-packet heap)
-// and not zeroed: every frame is written before it is sent (272 KiB of zeroes
-// were a third of what creating a device cost).
+// and not zeroed: every frame is written before it is sent (zeroing its
+// 272 KiB would be a third of what creating a device costs).
 struct TxQueue {
   static constexpr size_t kFrames = 64;
   std::unique_ptr<std::array<std::byte, wire::kMaxFrameLen>[]> frames =

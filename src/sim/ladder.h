@@ -3,8 +3,8 @@
 // changes, completions, timers, drops, refusals). Built from what the devices
 // report (a PacketTap and an EventSink per node, see LadderRecorder), drawn
 // for a terminal or as SVG. The model knows nothing of scenarios: `rocelab
-// sim` fills it from a run, `rocelab ladder` (issue #11 item 4) will fill it
-// from a capture.
+// sim` fills it from a run, `rocelab ladder` from a capture
+// (capture_ladder.h).
 #pragma once
 #include <chrono>
 #include <cstdint>

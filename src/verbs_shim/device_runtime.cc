@@ -78,7 +78,7 @@ wire::Result<emu::Device*> DeviceRuntime::acquire(const DeviceConfig& dev,
 std::vector<DeviceRuntime*>& DeviceRuntime::live() {
   // Never destroyed: the atexit handler that reads it may run after the
   // static destructors registered before it (a program that exits with its
-  // device open crashed here: ibv_rc_pingpong after a retry error).
+  // device open, as ibv_rc_pingpong does after a retry error, reads it then).
   static auto* v = new std::vector<DeviceRuntime*>;
   return *v;
 }

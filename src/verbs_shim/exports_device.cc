@@ -36,7 +36,7 @@ constexpr const char* k11 = "IBVERBS_1.1";
 // Set while this thread runs a real libibverbs function that lists devices
 // itself: the real ibv_import_device calls ibv_get_device_list, which binds to
 // ours, and then reads every entry as a kernel device (its sysfs node): an
-// emulated entry there was a SIGSEGV. Inside such a call the list is the real
+// emulated entry there would crash it (SIGSEGV). Inside such a call the list is the real
 // one alone, freed by the real library.
 thread_local int real_list_only = 0;
 struct RealListOnly {

@@ -1,5 +1,5 @@
 // The ops every emulated context carries. libibverbs' inline verbs call
-// through these slots (STYLE.md §9): ibv_context_ops for the data path and the
+// through these slots (docs/style.md §9): ibv_context_ops for the data path and the
 // verbs_context extension slots for the _ex verbs. Every slot is filled; verbs
 // the emulator lacks fail the way libibverbs fails when a provider lacks them
 // (EOPNOTSUPP, or NULL with errno EOPNOTSUPP). The tables are const; a new

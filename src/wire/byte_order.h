@@ -1,5 +1,5 @@
 // Explicit big-endian loads and stores over byte spans. Wire headers use these
-// instead of bitfields or packed structs (STYLE.md §4).
+// instead of bitfields or packed structs (docs/style.md §4).
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Typed results for the wire layer: no exceptions in src/wire (STYLE.md §7).
+// Typed results for the wire layer: no exceptions in src/wire (docs/style.md §7).
 #pragma once
 #include <string>
 #include <system_error>

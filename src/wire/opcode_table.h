@@ -1,6 +1,6 @@
 // The IBTA BTH opcode table (IBTA vol. 1, 9.2.3, Table 38) for RC, UC, UD and
 // XRC, plus the RoCEv2 CNP. One constexpr table drives the encoder, the decoder,
-// length checks and demux (STYLE.md §2): each entry holds the spec's name, the
+// length checks and demux (docs/style.md §5): each entry holds the spec's name, the
 // transport, the extension headers it carries and the opcode class.
 #pragma once
 #include <array>

@@ -1,7 +1,7 @@
-// rocelab_attacker: the crafted-packet attacker of issue #15 item 2 as a
-// process of its own, against an unmodified program (an ib_write_bw server
-// under `rocelab run`). It knows what that server printed (its QPN, R_Key and
-// VA, and its peer's initial PSN, which is the server's first expected PSN)
+// rocelab_attacker: a crafted-packet attacker as a process of its own,
+// against an unmodified program (an ib_write_bw server under `rocelab run`).
+// It knows what that server printed (its QPN, R_Key and VA, and its peer's
+// initial PSN, which is the server's first expected PSN)
 // and sends, --rounds times each, genuine RoCEv2 packets (built with
 // src/wire's encoder, correct ICRC unless the attack is a bad ICRC):
 //

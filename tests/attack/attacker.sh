@@ -1,5 +1,5 @@
 #!/bin/bash
-# Crafted packets at a victim (issue #15 item 2): an unmodified ib_write_bw
+# Crafted packets at a victim: an unmodified ib_write_bw
 # server under `rocelab run --counters` at VICTIM_IP receives a transfer from
 # its client at PEER_IP (-n ITERS 64 KiB writes); meanwhile rocelab_attacker
 # (tests/attack/attacker.cc), a process of its own, reads the server's QPN,

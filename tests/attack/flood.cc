@@ -1,4 +1,4 @@
-// rocelab_flood: the network attacker of issue #15 as a process of its own. It
+// rocelab_flood: a network attacker as a process of its own. It
 // sends genuine RoCEv2 packets (correct ICRC, built with src/wire's encoder)
 // from its own address to a victim, as fast as one UDP socket goes:
 //   - RC RDMA WRITE Only to random QPNs (nobody has them: the victim must drop

@@ -1,5 +1,5 @@
 #!/bin/bash
-# A flood at a victim (issue #15): an unmodified ib_write_bw server under
+# A flood at a victim: an unmodified ib_write_bw server under
 # `rocelab run --counters` at VICTIM_IP transfers to its client at PEER_IP
 # (perftest -D 16: a fixed duration); meanwhile rocelab_flood, a process of its
 # own at ATTACKER_IP, sends COUNT genuine RoCEv2 packets (correct ICRCs; for

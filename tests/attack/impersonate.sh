@@ -1,5 +1,5 @@
 #!/bin/bash
-# An attacker at the connected peer's address (issue #15 item 2): attack_victim
+# An attacker at the connected peer's address: attack_victim
 # (tests/attack/victim.c, a libibverbs program) under `rocelab run --counters`
 # at VICTIM_IP has its RC QPs connected to PEER_IP, where rocelab_impersonator
 # (tests/attack/impersonator.cc) sits: inside the PSN window, only the

@@ -1,5 +1,5 @@
-// rocelab_impersonator: the attacker of tests/attack/impersonate.sh (issue #15
-// item 2) as a process of its own. It sits at the address the victim's QPs are
+// rocelab_impersonator: the attacker of tests/attack/impersonate.sh as a
+// process of its own. It sits at the address the victim's QPs are
 // connected to (attack_victim, tests/attack/victim.c, under `rocelab run`), so
 // its requests pass the source-address check and arrive at the PSN the
 // responder expects: what stops them must be the responder's checks (R_Key,

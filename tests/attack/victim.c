@@ -1,4 +1,4 @@
-/* attack_victim: the victim of tests/attack/impersonate.sh (issue #15 item 2),
+/* attack_victim: the victim of tests/attack/impersonate.sh,
  * a plain libibverbs program run under `rocelab run`. Its RC QPs are connected
  * to PEER_IP, where rocelab_impersonator (tests/attack/impersonator.cc) sits
  * and, being the connected peer as far as addresses go, can reach each QP's

@@ -1,4 +1,4 @@
-// The RC ACK policy (docs/performance.md, issue #13): like rxe and a NIC, the
+// The RC ACK policy (docs/performance.md): like rxe and a NIC, the
 // requester sets AckReq on the last packet of a message and on every 64th
 // packet within a long one (requester.cc kAckReqEvery), and the responder
 // answers AckReq'd packets with one ACK per QP per receive batch, a later ACK

@@ -1,4 +1,4 @@
-// An attacker on real UDP (issue #15 item 2, first part): a victim device on a
+// An attacker on real UDP: a victim device on a
 // UdpTransport (127.0.0.x, its helper thread running as under `rocelab run`),
 // and an attacker socket on another loopback address — the address the
 // victim's QP is connected to — sending RoCEv2 requests built with src/wire's
@@ -234,8 +234,7 @@ TEST_F(AttackerUdpTest, AtomicOutOfRange) {
 }
 
 // Packets the victim must drop (or answer without acting on them), count, and
-// forget: the connected QP's transfer goes on afterwards (issue #15 item 2,
-// second part).
+// forget: the connected QP's transfer goes on afterwards.
 
 TEST_F(AttackerUdpTest, AnotherSourceAddressIsDroppedAndCounted) {
   // A third host (another 127.0.0.x) sends a valid-looking WRITE to the QP.

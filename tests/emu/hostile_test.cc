@@ -1,7 +1,8 @@
 // Hostile peers on the simulated fabric: packets built with src/wire's
 // encoder, sent from an attacker's port, against a device driven through the
-// public API. Regressions of what the fuzzers (tests/fuzz, docs/security.md)
-// and reading the responder found.
+// public API. Each test is one hostile request sequence that the responder
+// must refuse without harm (the fuzzers, tests/fuzz and docs/security.md,
+// search for more).
 #include <gtest/gtest.h>
 
 #include <array>

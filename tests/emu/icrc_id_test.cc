@@ -1,4 +1,4 @@
-// The receive path accepts every IPv4 Identification (issue #16): a UD SEND
+// The receive path accepts every IPv4 Identification: a UD SEND
 // whose ICRC was computed for ID 0x35c5, as the kernel's Soft-RoCE numbers its
 // packets, sent from a plain UDP socket (a UDP receiver never sees the ID),
 // is delivered; the ID is recovered from the ICRC, counted, and written in the

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue #9: `rocelab loopback` never hangs. On both transports, for every
+# `rocelab loopback` never hangs. On both transports, for every
 # --op of RC, an error completion (100 % loss, retry_cnt 2) ends the run at
 # once: exit 1, the summary printed, the operations left not run. A break in
 # the middle of a run (every WRITE packet dropped after the SENDs succeeded)

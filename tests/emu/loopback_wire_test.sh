@@ -1,5 +1,5 @@
 #!/bin/bash
-# The issue #3 acceptance run: `rocelab loopback` over real UDP, every packet
+# `rocelab loopback` over real UDP, every packet
 # captured; then the capture must decode in tshark (no malformed packet, the
 # expected opcodes present) and every ICRC must be right (rocelab decode, exit 0).
 # Usage: loopback_wire_test.sh ROCELAB TSHARK
@@ -34,7 +34,7 @@ for op in 6 7 8 9 12 13 14 15 17 18 19 20 0 1 2; do
 done
 # 100 SENDs of 64 packets + 100 WRITEs of 64 + 100 READ requests + 100 atomics,
 # and the responses: 100 x 64 READ response packets, 200 ACKs, 100 ATOMIC ACKs
-# (more when a full socket buffer on a loaded machine made RC retransmit).
+# (more when a full socket buffer on a loaded machine makes RC retransmit).
 [ "$total" -ge $((6400 + 6400 + 100 + 100 + 6400 + 200 + 100)) ]
 # The event log is non-empty length-delimited Protobuf.
 [ -s "$dir/lb.events" ]

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue #4 acceptance on the simulated fabric: RC, every operation, 20% loss,
+# Lossy RC on the simulated fabric: every operation, 20% loss,
 # 10% reordering, 5% duplication, seed 7, retry_cnt 7 read as rxe does
 # (--retry-forever: a NIC's seven retries run out at 20% loss). `rocelab loopback` verifies every
 # byte of every operation and exits non-zero on any error completion or

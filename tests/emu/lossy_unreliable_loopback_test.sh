@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue #4: UC and UD under loss on the simulated fabric. Neither retransmits,
+# UC and UD under loss on the simulated fabric. Neither retransmits,
 # so `rocelab loopback` counts the lost messages instead of failing; it still
 # checks every delivered message byte for byte and exits non-zero on any
 # damaged or partial delivery. The run must exit 0 and report losses.

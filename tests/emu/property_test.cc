@@ -1,4 +1,4 @@
-// Property tests of RC reliability (issue #4): random workloads on several RC
+// Property tests of RC reliability: random workloads on several RC
 // QPs under random loss, reordering and duplication (property_workload.h says
 // what a seed draws). Every RC message must be delivered exactly once, in
 // order and byte-exact, every atomic applied exactly once, every WR complete

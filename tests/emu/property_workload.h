@@ -1,4 +1,4 @@
-// Property tests of RC reliability (issue #4): the random scenario of one seed
+// Property tests of RC reliability: the random scenario of one seed
 // and the memory images it must leave behind. Pure data, no engine: the
 // harness (property_test.cc) runs a Scenario on two devices and compares.
 //

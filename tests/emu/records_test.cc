@@ -24,9 +24,10 @@ std::string tmp_path(const char* name) {
   return ::testing::TempDir() + "/" + name + std::to_string(::getpid());
 }
 
-// Regression: the reader merged each message into the previous one, so a
-// field at its proto3 default (PSN 0, no reason: not written) kept the
-// previous event's value, and a retransmission of PSN 0 read back as PSN 1.
+// The reader parses each message on its own: a field at its proto3 default
+// (PSN 0, no reason: not written) reads back as that default, not as the
+// previous event's value: a packet of PSN 0 sent after a retransmission
+// timeout for PSN 1 reads back as PSN 0, with no reason.
 TEST(Records, EventLogReadsDefaultsAsWritten) {
   const std::string path = tmp_path("emu_events_defaults");
   {

@@ -1,4 +1,4 @@
-// RC reliability (issue #4) on the simulated fabric with scripted faults:
+// RC reliability on the simulated fabric with scripted faults:
 // each scenario names the fault, what the protocol must do, and checks data,
 // completions and the rxe-named counters.
 #include <gtest/gtest.h>

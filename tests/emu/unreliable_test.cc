@@ -1,4 +1,4 @@
-// UC and UD under loss (issue #4) on the simulated fabric. Neither transport
+// UC and UD under loss on the simulated fabric. Neither transport
 // retransmits: UC drops a message that lost a packet and carries on with the
 // next one (IBTA 9.8.3: after a gap, drop until the next FIRST or ONLY); UD
 // drops the datagram. The sender completes every WR at transmit either way.

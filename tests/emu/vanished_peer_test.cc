@@ -1,4 +1,4 @@
-// A vanished peer (issue #4 item 5): the remote process dies mid-transfer.
+// A vanished peer: the remote process dies mid-transfer.
 // Outstanding WRs end with RETRY_EXC_ERR after timeout x (retry_cnt + 1) —
 // also for retry_cnt 7, which otherwise retries forever as on rxe, because the
 // network says the peer is gone (ICMP port unreachable; the simulated fabric
@@ -41,7 +41,7 @@ void post_writes(Node& a, const Node& b) {
   }
 }
 
-// What the issue asks of the completions after the peer vanished: the WRs that
+// The completions expected after the peer vanished: the WRs that
 // were acknowledged before succeed, the oldest unacknowledged one ends with
 // RETRY_EXC_ERR, every later one with WR_FLUSH_ERR, in posting order.
 void expect_retry_exc_then_flush(const std::vector<Wc>& wcs, uint64_t first_wr_id) {
@@ -203,7 +203,7 @@ PeerInfo info_of(const Node& n) {
   _exit(0);
 }
 
-// The issue's case on the real transport: a process dies mid-transfer; its
+// The same on the real transport: a process dies mid-transfer; its
 // peer, with the retry_cnt 7 that perftest and rdma-core's examples set, gets
 // RETRY_EXC_ERR for the oldest outstanding WRITE and WR_FLUSH_ERR for the rest.
 TEST(VanishedPeerUdp, KilledProcessEndsOutstandingWritesWithRetryExcThenFlush) {

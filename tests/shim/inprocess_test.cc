@@ -1,4 +1,4 @@
-// Never a crash (issue #14 item 8): every op slot of an emulated context, and
+// Never a crash: every op slot of an emulated context, and
 // the exported verbs a program can hand an emulated object, called with edge
 // arguments — NULL where a pointer is optional, zero and out-of-range sizes,
 // objects of another device, verbs the emulator lacks — answer with an errno,
@@ -174,9 +174,9 @@ TEST_F(NeverACrash, EveryUnsupportedOpSlotSaysEopnotsupp) {
   EXPECT_NULL_ERRNO(v->create_wq(ctx_, nullptr));
   EXPECT_EQ(v->ibv_destroy_flow(nullptr), EOPNOTSUPP);
   EXPECT_NULL_ERRNO(v->ibv_create_flow(qp_, nullptr));
-  // (XRC's slots work now: XrcSlotsAndObjectsRefuseEdgeArguments.)
+  // (XRC's slots are implemented: XrcSlotsAndObjectsRefuseEdgeArguments.)
   // The exported verbs the emulator lacks.
-  // (Multicast works now: the edge arguments are refused as uverbs refuses them.)
+  // (Multicast is implemented: edge arguments are refused as uverbs refuses them.)
   ibv_gid group{};
   group.raw[0] = 0xff;  // ff00::/8
   EXPECT_EQ(ibv_attach_mcast(qp_, nullptr, 0), EINVAL);

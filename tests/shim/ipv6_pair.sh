@@ -1,5 +1,5 @@
 #!/bin/bash
-# RoCEv2 over IPv6 (issue #16 item 5): `rocelab run --ip` takes an IPv6
+# RoCEv2 over IPv6: `rocelab run --ip` takes an IPv6
 # address. Two network namespaces joined by a veth pair (fd00:NN::1/2; IPv4 on
 # the side for the program's TCP exchange, as pingpong servers listen on IPv4);
 # unmodified ibv_rc_pingpong -g 0 (GID 0 = the IPv6 address) both ways; the

@@ -1,5 +1,5 @@
 #!/bin/bash
-# `rocelab run --wire-exact` (issue #13): on loopback nothing segments a UDP
+# `rocelab run --wire-exact`: on loopback nothing segments a UDP
 # GSO send, so a capture of `lo` shows super-datagrams where a NIC would send
 # packets. With --wire-exact each RoCEv2 packet is its own datagram: dumpcap
 # on lo during ib_write_bw 64 KiB sees only genuine packets, every ICRC

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Records that survive (issue #16 item 4): an unmodified ib_write_bw server
+# Records that survive: an unmodified ib_write_bw server
 # under `rocelab run --pcap --events` is killed mid-transfer with SIGNAL
 # (TERM or KILL). The records are flushed at the end of every engine batch,
 # never a partial record. SIGTERM: the shim's handler lets a write under way

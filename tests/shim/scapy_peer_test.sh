@@ -1,5 +1,5 @@
 #!/bin/bash
-# Interop with an independent RoCEv2 peer (issue #16 item 2): rdma-core's
+# Interop with an independent RoCEv2 peer: rdma-core's
 # ibv_rc_pingpong or ibv_ud_pingpong, unmodified under `rocelab run`, against
 # scapy_peer.py (scapy-built packets from a raw socket with random IPv4 IDs,
 # TTLs and DSCPs, as Soft-RoCE and NICs send), in the given role of the peer.

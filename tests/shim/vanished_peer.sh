@@ -1,5 +1,5 @@
 #!/bin/bash
-# A vanished peer with real clients (issue #4 item 5): an unmodified verbs
+# A vanished peer with real clients: an unmodified verbs
 # program runs as server and client under `rocelab run`; once the client is
 # transferring, the server process is killed (SIGKILL). The client's
 # outstanding WRs must end in RETRY_EXC_ERR (status 12) after about

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The wire at full speed with UDP GSO (issue #13): ib_write_bw 64 KiB between
+# The wire at full speed with UDP GSO: ib_write_bw 64 KiB between
 # two network namespaces, each under `rocelab run` (GSO on, the default), the
 # veth pair limited to one segment per packet (gso_max_segs 1) as a link whose
 # NIC has no UDP segmentation offload: the kernel segments every GSO send in

@@ -1,4 +1,4 @@
-// Fault injection (issue #4 item 1): a Transport decorator that drops,
+// Fault injection: a Transport decorator that drops,
 // duplicates, corrupts, delays and reorders datagrams by probability or by an
 // explicit schedule (fault_config.h), per direction and per opcode class. It
 // works over the simulated fabric and the UDP transport alike, and is

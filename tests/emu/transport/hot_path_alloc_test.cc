@@ -1,4 +1,4 @@
-// No per-packet heap allocation in steady state (HELPERS.md, performance): after
+// No per-packet heap allocation in steady state (docs/style.md §8): after
 // a warm-up, sending, polling, arming timers and injecting faults allocate nothing.
 #include <gtest/gtest.h>
 
