@@ -85,7 +85,7 @@ struct Attack {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"rocelab_attacker: send crafted RoCEv2 packets at a victim's connected QP (issue #15)"};
+  CLI::App app{"rocelab_attacker: send crafted RoCEv2 packets at a victim's connected QP"};
   std::string from, spoof, to;
   uint32_t qpn = 0, rkey = 0, stale_rkey = 0, psn = 0;
   uint64_t va = 0;

@@ -49,7 +49,7 @@ std::vector<std::byte> packet(const wire::IpAddr& src, uint16_t sport, const wir
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"rocelab_flood: send a flood of genuine RoCEv2 packets at a victim (issue #15)"};
+  CLI::App app{"rocelab_flood: send a flood of genuine RoCEv2 packets at a victim"};
   std::string from, to;
   uint32_t victim_qpn = 0;
   uint64_t count = 1'000'000;

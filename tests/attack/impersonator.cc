@@ -195,7 +195,7 @@ uint8_t pattern(int r, uint32_t j) { return static_cast<uint8_t>(j * 37 + static
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"rocelab_impersonator: attack a victim's QPs as their connected peer (issue #15)"};
+  CLI::App app{"rocelab_impersonator: attack a victim's QPs as their connected peer"};
   std::string me_s, intruder_s, victim_s, info_path;
   std::vector<std::string> malformed_dirs;
   app.add_option("--me", me_s, "this peer's IPv4 address (the victim's QPs are connected to it)")->required();

@@ -1,4 +1,3 @@
-// Written by the lead (issue #12 item 3), taken into tests/fuzz.
 // Fuzz target, structure-aware: `rocelab check`'s Analyzer fed sequences of
 // plausible RC/UC packets between two hosts. Each 8 input bytes make one
 // packet: who sends it, its opcode (from the RC/UC opcodes that exist), a PSN

@@ -41,9 +41,8 @@ void check_rules(const FaultRules& r) {
 }
 
 // The variables of one input, read through from_env's lookup rather than
-// setenv: glibc keeps every value setenv was ever given, so a harness that
-// set a fresh one per input grew without bound (out of memory after 9.3
-// million inputs; docs/security.md, findings).
+// setenv: glibc keeps every value setenv was ever given, so setting a fresh
+// one per input would grow without bound (docs/security.md, findings).
 std::map<std::string, std::string> g_env;
 const char* lookup(const char* name) {
   auto it = g_env.find(name);

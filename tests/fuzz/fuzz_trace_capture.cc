@@ -1,4 +1,3 @@
-// Written by the lead (issue #12 item 3), taken into tests/fuzz.
 // Fuzz target: capture reading and everything that judges or draws a capture —
 // libpcap through wire::PcapReader, wire::decode_frame, `rocelab check`'s
 // Analyzer (src/trace) and `rocelab ladder`'s drawing (src/sim). The input is

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""An independent RoCEv2 peer for rocelab (issue #16 item 2), written apart from
+"""An independent RoCEv2 peer for rocelab, written apart from
 rocelab's engine: packets are built with scapy (scapy.contrib.roce computes the
 ICRC) and sent from a raw socket with random IPv4 IDs, TTLs and DSCPs and a UDP
 checksum now set, now zero — as the kernel's Soft-RoCE and NICs send — and
