@@ -4,7 +4,9 @@
 // remapped, re-encoded and executed by the engine's responder), the comparison
 // of its answers with the capture's, and --to-scenario. The input is a capture
 // file (the seeds are make_seeds' captures). No crash, no hang, nothing read or
-// written outside a buffer, and memory bounded (the live MRs by max_memory).
+// written outside a buffer, and memory bounded: the live MRs' spans are
+// reserved, not allocated (max_span), and the pages written are within
+// max_memory.
 #include <sys/mman.h>
 #include <unistd.h>
 
