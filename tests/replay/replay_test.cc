@@ -516,9 +516,9 @@ TEST(Replay, RangesReachingPast2To64AreRefusedLive) {
   }
 }
 
-// What fuzz_replay_capture found (kept in its corpus): R_Key 0x104 is written
-// at VA 0x1000 and fetch-added at 0x8000000000001000, a span of 2^63 + 8
-// bytes whose doubled size wrapped past the memory check. A clear error.
+// An input of fuzz_replay_capture's kept corpus: R_Key 0x104 is written at VA
+// 0x1000 and fetch-added at 0x8000000000001000, a span of 2^63 + 8 bytes,
+// over --max-span: a clear error.
 TEST(Replay, TheFuzzersSpanFindingIsAClearError) {
   const std::string finding = std::string(ROCELAB_SOURCE_DIR) + "/tests/fuzz/kept/replay_capture/span-overflow.pcap";
   auto r = run(wire::testutil::kRocelab + " replay " + quote(finding));
@@ -531,8 +531,8 @@ TEST(Replay, TheFuzzersSpanFindingIsAClearError) {
 
 // A READ resent with a RETH asking for more than the original (1 GiB here,
 // the original 16 bytes) is not served again: its responses would pass the
-// original's last PSN. The live responder drops it (fuzz_replay_capture found
-// it answering with 1 GiB of responses), and answers the original once.
+// original's last PSN. The live responder drops it and answers the original
+// once (the fuzzer's input for it: kept/replay_capture/duplicate-read-1gib.pcap).
 TEST(Replay, ADuplicateReadLongerThanTheOriginalIsDropped) {
   TraceFile t("dupread");
   const auto data = bytes(16, 4);
