@@ -15,14 +15,6 @@ namespace rocelab::verbs_shim {
 
 DeviceRuntime::DeviceRuntime() = default;
 
-DeviceRuntime::~DeviceRuntime() {
-  std::erase(live(), this);
-  // At process exit with the device still open: stop the engine (its helper
-  // thread) before the taps it writes to, so the files end cleanly.
-  engine_.reset();
-  taps_.reset();
-}
-
 std::error_code DeviceRuntime::ensure_transport(const DeviceConfig& dev, const ShimConfig& cfg) {
   if (parked_ || engine_) return {};
   auto t = make_transport(dev, cfg);
@@ -66,19 +58,15 @@ wire::Result<emu::Device*> DeviceRuntime::acquire(const DeviceConfig& dev,
   engine_ = std::move(*d);
   users_ = 1;
   print_counters_ = cfg.counters;
-  if (print_counters_) {
-    // A program that exits with the device still open: print at exit too.
-    live().push_back(this);
-    static std::once_flag once;
-    std::call_once(once, [] { std::atexit(print_live_counters); });
-  }
+  live().push_back(this);
+  static std::once_flag once;
+  std::call_once(once, [] { std::atexit(at_exit); });
   return engine_.get();
 }
 
 std::vector<DeviceRuntime*>& DeviceRuntime::live() {
   // Never destroyed: the atexit handler that reads it may run after the
-  // static destructors registered before it (a program that exits with its
-  // device open, as ibv_rc_pingpong does after a retry error, reads it then).
+  // static destructors registered before it.
   static auto* v = new std::vector<DeviceRuntime*>;
   return *v;
 }
@@ -91,10 +79,19 @@ void DeviceRuntime::print_counters(const emu::Device& d) {
   std::fprintf(stderr, "%s\n", line.c_str());
 }
 
-void DeviceRuntime::print_live_counters() {
+void DeviceRuntime::at_exit() {
+  // A program that exits with its device open (ibv_rc_pingpong after a retry
+  // error; rping, whose CM thread calls exit() while main() still tears
+  // down). The engine goes on serving whichever thread is still in a verb;
+  // only its records end here, complete, and what it sends from now on is
+  // not recorded.
   for (DeviceRuntime* r : live()) {
     std::lock_guard lock(r->mu_);
-    if (r->engine_) print_counters(*r->engine_);
+    if (!r->engine_) continue;
+    if (r->print_counters_) print_counters(*r->engine_);
+    r->engine_->set_tap(nullptr);
+    r->engine_->set_event_sink(nullptr);
+    r->taps_.reset();
   }
 }
 

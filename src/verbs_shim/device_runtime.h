@@ -1,7 +1,9 @@
 // The engine behind one emulated device: created when the first context
 // opens (or when its address is first needed), destroyed when the last
 // context closes, so pcap and event-log files are complete when a program
-// closes its device.
+// closes its device. A device still open at exit is not destroyed (other
+// threads of the program may still call into it): its record files are
+// closed and the engine lives on until the process is gone.
 #pragma once
 #include <memory>
 #include <mutex>
@@ -19,8 +21,7 @@ namespace rocelab::verbs_shim {
 
 class DeviceRuntime {
  public:
-  DeviceRuntime();
-  ~DeviceRuntime();
+  DeviceRuntime();  // lives in DeviceTable, which is never destroyed
   DeviceRuntime(const DeviceRuntime&) = delete;
   DeviceRuntime& operator=(const DeviceRuntime&) = delete;
 
@@ -37,8 +38,10 @@ class DeviceRuntime {
   // rocelab run --counters: each device's counters on stderr when it closes,
   // or at exit for those still open.
   static void print_counters(const emu::Device& d);
-  static void print_live_counters();
-  static std::vector<DeviceRuntime*>& live();
+  // At exit, for each device still open: its counters (if asked for), then
+  // the engine stops recording and the pcap and event log are closed.
+  static void at_exit();
+  static std::vector<DeviceRuntime*>& live();  // those with an engine
   bool print_counters_ = false;
 
   std::mutex mu_;

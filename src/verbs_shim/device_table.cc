@@ -7,8 +7,12 @@
 namespace rocelab::verbs_shim {
 
 DeviceTable& DeviceTable::get() noexcept {
-  static DeviceTable table;  // thread-safe one-time init
-  return table;
+  // Never destroyed: when one thread of a program calls exit() another may
+  // still be inside a verb on an open device (rping's client: its CM thread
+  // exits on REJECTED while main() deregisters its MRs). The engines stay;
+  // DeviceRuntime::at_exit closes the record files.
+  static DeviceTable* const table = new DeviceTable;
+  return *table;
 }
 
 DeviceTable::DeviceTable() noexcept {
