@@ -18,23 +18,26 @@
 #   - soundness: the transfer's PSNs (rcvd_pkts of the server) stayed under
 #     6,000,000, so that the far-ahead/far-behind PSNs never entered the window.
 #
-#   attacker.sh ROCELAB ROCELAB_ATTACKER PORT VICTIM_IP PEER_IP ATTACKER_IP [ROUNDS]
-#   attacker.sh ROCELAB ROCELAB_ATTACKER PORT -n [ROUNDS]
+#   attacker.sh ROCELAB ROCELAB_ATTACKER VICTIM_IP PEER_IP ATTACKER_IP [ROUNDS]
+#   attacker.sh ROCELAB ROCELAB_ATTACKER -n [ROUNDS]
 # With -n the victim is in one network namespace (198.18.0.1), its peer and the
 # attacker in another (198.18.0.2 and 198.18.0.3), joined by a veth pair
 # (tests/shim/netns_pair.sh; RoCE MTU 1024 there, 4096 on loopback).
 set -u
-rocelab=$1 attacker=$2 port=$3
+rocelab=$1 attacker=$2
+shift 2
+source "$(dirname "$0")/../lib/harness.sh"
+port=$(claim_port) || exit 1  # perftest's TCP port; names the veth pair with -n
 srv_prefix=() cli_prefix=() atk_prefix=()
-if [ "$4" = "-n" ]; then
-  rounds=${5:-100} iters=25000
+if [ "$1" = "-n" ]; then
+  rounds=${2:-100} iters=25000
   source "$(dirname "$0")/../shim/netns_pair.sh"
   netns_up "$port"
   ip -n "$ns_b" addr add 198.18.0.3/24 dev "vb-$port"
   vip=198.18.0.1 pip=198.18.0.2 aip=198.18.0.3
   srv_prefix=(ip netns exec "$ns_a") cli_prefix=(ip netns exec "$ns_b") atk_prefix=(ip netns exec "$ns_b")
 else
-  vip=$4 pip=$5 aip=$6 rounds=${7:-100} iters=100000
+  vip=$1 pip=$2 aip=$3 rounds=${4:-100} iters=100000
 fi
 work=$(mktemp -d /tmp/rocelab-attacker.XXXXXX)
 srv="" cli="" watchdog=""
@@ -50,7 +53,7 @@ source "$(dirname "$0")/judge.sh"
 "${srv_prefix[@]}" "$rocelab" run --counters --ip "$vip" -- stdbuf -oL ib_write_bw -s 65536 -n "$iters" -p "$port" \
   >"$work/server.out" 2>"$work/server.err" &
 srv=$!
-for _ in $(seq 1 200); do "${srv_prefix[@]}" ss -Hltn "sport = :$port" | grep -q . && break; sleep 0.05; done
+wait_tcp_listen "$port" "$srv" "${srv_prefix[@]}"
 "${cli_prefix[@]}" "$rocelab" run --counters --ip "$pip" -- ib_write_bw -s 65536 -n "$iters" -p "$port" "$vip" \
   >"$work/client.out" 2>&1 &
 cli=$!

@@ -17,23 +17,26 @@
 #   - the victim is still running when the flood ends (so that the memory
 #     read is its own), and the CPU it spent during the flood is reported.
 #
-#   flood.sh ROCELAB ROCELAB_FLOOD PORT VICTIM_IP PEER_IP ATTACKER_IP [COUNT]
-#   flood.sh ROCELAB ROCELAB_FLOOD PORT -n [COUNT]
+#   flood.sh ROCELAB ROCELAB_FLOOD VICTIM_IP PEER_IP ATTACKER_IP [COUNT]
+#   flood.sh ROCELAB ROCELAB_FLOOD -n [COUNT]
 # With -n the victim is in one network namespace (198.18.0.1), its peer and
 # the attacker in another (198.18.0.2 and 198.18.0.3), joined by a veth pair
 # (tests/shim/netns_pair.sh): the flood crosses a real link.
 set -u
-rocelab=$1 flood=$2 port=$3
+rocelab=$1 flood=$2
+shift 2
+source "$(dirname "$0")/../lib/harness.sh"
+port=$(claim_port) || exit 1  # perftest's TCP port; names the veth pair with -n
 srv_prefix=() cli_prefix=() atk_prefix=()
-if [ "$4" = "-n" ]; then
-  count=${5:-3000000}
+if [ "$1" = "-n" ]; then
+  count=${2:-3000000}
   source "$(dirname "$0")/../shim/netns_pair.sh"
   netns_up "$port"
   ip -n "$ns_b" addr add 198.18.0.3/24 dev "vb-$port"
   vip=198.18.0.1 pip=198.18.0.2 aip=198.18.0.3
   srv_prefix=(ip netns exec "$ns_a") cli_prefix=(ip netns exec "$ns_b") atk_prefix=(ip netns exec "$ns_b")
 else
-  vip=$4 pip=$5 aip=$6 count=${7:-3000000}
+  vip=$1 pip=$2 aip=$3 count=${4:-3000000}
 fi
 work=$(mktemp -d /tmp/rocelab-flood.XXXXXX)
 srv="" cli=""
@@ -52,7 +55,7 @@ source "$(dirname "$0")/judge.sh"
 "${srv_prefix[@]}" "$rocelab" run --counters --ip "$vip" -- stdbuf -oL ib_write_bw -s 65536 -D 16 -p "$port" \
   >"$work/server.out" 2>"$work/server.err" &
 srv=$!
-for _ in $(seq 1 200); do "${srv_prefix[@]}" ss -Hltn "sport = :$port" | grep -q . && break; sleep 0.05; done
+wait_tcp_listen "$port" "$srv" "${srv_prefix[@]}"
 "${cli_prefix[@]}" "$rocelab" run --ip "$pip" -- ib_write_bw -s 65536 -D 16 -p "$port" "$vip" >"$work/client.out" 2>&1 &
 cli=$!
 # Nothing waits without a bound: both perftests are killed after 90 s whatever happens.

@@ -22,9 +22,10 @@
 #     drop_bad_icrc >= 1, drop_malformed >= 1, out_of_seq_request >= 1.
 #
 #   impersonate.sh ROCELAB ATTACK_VICTIM IMPERSONATOR CORPUS_DIR... -- VICTIM_IP PEER_IP INTRUDER_IP
-#   impersonate.sh ROCELAB ATTACK_VICTIM IMPERSONATOR CORPUS_DIR... -- -n PORT
+#   impersonate.sh ROCELAB ATTACK_VICTIM IMPERSONATOR CORPUS_DIR... -- -n
 # With -n the victim is in one network namespace (198.18.0.1), the impersonator
-# in another (198.18.0.2, intruder 198.18.0.3), joined by a veth pair.
+# in another (198.18.0.2, intruder 198.18.0.3), joined by a veth pair named
+# after a port the script claims (tests/lib/harness.sh).
 set -u
 rocelab=$1 victim=$2 impersonator=$3
 shift 3
@@ -34,8 +35,10 @@ shift
 vic_prefix=() imp_prefix=()
 if [ "$1" = "-n" ]; then
   source "$(dirname "$0")/../shim/netns_pair.sh"
-  netns_up "$2"
-  ip -n "$ns_b" addr add 198.18.0.3/24 dev "vb-$2"
+  source "$(dirname "$0")/../lib/harness.sh"
+  id=$(claim_port) || exit 1
+  netns_up "$id"
+  ip -n "$ns_b" addr add 198.18.0.3/24 dev "vb-$id"
   vip=198.18.0.1 pip=198.18.0.2 iip=198.18.0.3
   vic_prefix=(ip netns exec "$ns_a") imp_prefix=(ip netns exec "$ns_b")
 else

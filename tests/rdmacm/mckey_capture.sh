@@ -33,13 +33,10 @@ done
 [ $joined = yes ] || { echo "FAIL: the receivers did not join"; cat "$work"/r*.out; exit 1; }
 timeout 60 "$rocelab" run --ip "$snd" -- mckey -b "$snd" -m "$group" -s -C $count >"$work/s.out" 2>&1
 src=$?
-status=0
+. "$(dirname "$0")/../lib/harness.sh"  # check
 wait "${pids[0]}"; rc1=$?
 wait "${pids[1]}"; rc2=$?
 pids=()
-check() {  # WHAT GOT WANT
-  if [ "$2" = "$3" ]; then echo "ok: $1 = $2"; else echo "FAIL: $1 = '$2', want '$3'"; status=1; fi
-}
 check "sender's exit status" "$src" 0
 check "first receiver's exit status" "$rc1" 0
 check "second receiver's exit status" "$rc2" 0

@@ -15,14 +15,11 @@ trap 'rm -f "$cap" "$ev"' EXIT
 "$here/cm_pair.sh" "$rocelab" "$sip" "$cip" -c "$cap" -y "--events=$ev" -C "ping data: rdma-ping-9:" -- \
   rping -s -a @SIP@ -p "$port" -C 10 -v -- rping -c -a @SIP@ -p "$port" -C 10 -v || exit 1
 
-status=0
+. "$(dirname "$0")/../lib/harness.sh"  # check
 field() {  # FILTER FIELD: the values, one a line
   tshark -r "$cap" -Y "$1" -T fields -e "$2" 2>/dev/null
 }
 count() { field "$1" frame.number | wc -l; }
-check() {  # WHAT GOT WANT
-  if [ "$2" = "$3" ]; then echo "ok: $1 = $2"; else echo "FAIL: $1 = '$2', want '$3'"; status=1; fi
-}
 mad="infiniband.bth.destqp == 1"
 check "RoCEv2 packets tshark does not decode" "$(count 'udp.dstport == 4791 && !infiniband')" 0
 check "malformed packets" "$(count '_ws.malformed')" 0

@@ -6,9 +6,9 @@
 # ib_send_lat's and ibv_rc_pingpong's two directions (both QPs are 0x11:
 # --from picks one).
 # Skips (77) without perftest.
-# Usage: replay_perftest.sh ROCELAB PORT
+# Usage: replay_perftest.sh ROCELAB
 set -u
-rocelab=$1 port=$2
+rocelab=$1
 here=$(dirname "$0")
 pair=$here/../shim/run_pair.sh
 command -v ib_write_bw > /dev/null || { echo "SKIP: perftest is not installed"; exit 77; }
@@ -35,7 +35,7 @@ judge() {  # judge NAME CAPTURE [REPLAY OPTIONS]
 run() {  # run NAME [run_pair options] -- PROGRAM ARGS
   local name=$1
   shift
-  "$pair" "$rocelab" "$port" -c "$work/$name.pcap" "$@" > "$work/$name.log" 2>&1 ||
+  "$pair" "$rocelab" -c "$work/$name.pcap" "$@" > "$work/$name.log" 2>&1 ||
     { fail "$name: the program pair failed: $(tail -5 "$work/$name.log")"; return 1; }
 }
 

@@ -2,13 +2,13 @@
 # Runs a program pair with run_pair.sh while the server records a pcap
 # (rocelab run --pcap), then judges the capture with tshark:
 #
-#   capture_check.sh ROCELAB PORT [-k 'DISPLAY_FILTER>=N']... [-z FILTER]... RUN_PAIR_ARGS...
+#   capture_check.sh ROCELAB [-k 'DISPLAY_FILTER>=N']... [-z FILTER]... RUN_PAIR_ARGS...
 #
 # Every UDP packet to port 4791 must decode as InfiniBand (RoCE), each -k
 # filter must match at least N packets and each -z filter none.
 set -u
-rocelab=$1 port=$2
-shift 2
+rocelab=$1
+shift
 checks=() nones=()
 while [ $# -gt 0 ]; do
   case $1 in
@@ -20,7 +20,7 @@ done
 here=$(dirname "$0")
 cap=$(mktemp /tmp/rocelab-cap.XXXXXX.pcap)
 trap 'rm -f "$cap"' EXIT
-"$here/run_pair.sh" "$rocelab" "$port" -c "$cap" "$@" || exit 1
+"$here/run_pair.sh" "$rocelab" -c "$cap" "$@" || exit 1
 
 tshark_count() {
   tshark -r "$cap" -Y "$1" -T fields -e frame.number 2>/dev/null | wc -l

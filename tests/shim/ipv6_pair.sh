@@ -6,11 +6,13 @@
 # server's capture decodes as IPv6 RoCEv2 with good ICRCs in rocelab decode
 # and tshark. With MODE linklocal the two ends use IPv6 link-local addresses
 # (fe80::77:1/2, as a kernel's Soft-RoCE GID 0 is), given to --ip with their
-# interface (fe80::77:1%v6a-PORT). Exits 77 (skipped) where namespaces cannot
+# interface (fe80::77:1%v6a-PORT, PORT the TCP port the script claims). Exits 77 (skipped) where namespaces cannot
 # be made.
-# Usage: ipv6_pair.sh ROCELAB PORT [global|linklocal]
+# Usage: ipv6_pair.sh ROCELAB [global|linklocal]
 set -u
-rocelab=$1 port=$2 mode=${3:-global}
+rocelab=$1 mode=${2:-global}
+. "$(dirname "$0")/../lib/harness.sh"
+port=$(claim_port) || exit 1
 ns_a=rocelab6-a-$port ns_b=rocelab6-b-$port
 work=$(mktemp -d /tmp/rocelab-v6.XXXXXX)
 srv_pid=""
@@ -35,7 +37,7 @@ ip -n "$ns_a" link set lo up && ip -n "$ns_b" link set lo up || { echo "cannot s
 ip netns exec "$ns_a" timeout 60 "$rocelab" run --ip "$ip_a" --pcap "$work/s.pcap" -- \
   ibv_rc_pingpong -g 0 -n 100 -p "$port" > "$work/server.out" 2>&1 &
 srv_pid=$!
-for _ in $(seq 1 200); do ip netns exec "$ns_a" ss -Hltn "sport = :$port" | grep -q . && break; sleep 0.05; done
+wait_tcp_listen "$port" "$srv_pid" ip netns exec "$ns_a"
 ip netns exec "$ns_b" timeout 60 "$rocelab" run --ip "$ip_b" -- \
   ibv_rc_pingpong -g 0 -n 100 -p "$port" 198.18.77.1 > "$work/client.out" 2>&1
 cli_rc=$?

@@ -6,9 +6,13 @@
 # correct. Without it (the default) the same capture holds datagrams larger
 # than the MTU (the flag is what makes the difference).
 #
-#   lo_wire_exact.sh ROCELAB PORT SERVER_IP CLIENT_IP
+#   lo_wire_exact.sh ROCELAB
 set -u
-rocelab=$1 port=$2 sip=$3 cip=$4
+rocelab=$1
+. "$(dirname "$0")/../lib/harness.sh"
+port=$(claim_port) || exit 1
+# Addresses of their own, outside the pool `rocelab run` allocates from.
+net=$(net_of "$port") && sip=$net.1 cip=$net.2
 work=$(mktemp -d /tmp/rocelab-wireexact.XXXXXX)
 cap_pid=""
 cleanup() {
@@ -16,10 +20,6 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-status=0
-check() {  # WHAT GOT WANT
-  if [ "$2" = "$3" ]; then echo "ok: $1 = $2"; else echo "FAIL: $1 = '$2', want '$3'"; status=1; fi
-}
 run() {  # NAME [--wire-exact]: ib_write_bw captured on lo into $work/NAME.pcap
   local name=$1; shift
   dumpcap -q -B 64 -i lo -f "udp port 4791 and host $sip and host $cip" -w "$work/$name.pcap" >"$work/$name.log" 2>&1 &
@@ -27,7 +27,7 @@ run() {  # NAME [--wire-exact]: ib_write_bw captured on lo into $work/NAME.pcap
   for _ in $(seq 1 100); do grep -q "Capturing on" "$work/$name.log" && break; sleep 0.05; done
   timeout 60 "$rocelab" run --ip "$sip" "$@" -- ib_write_bw -s 65536 -n 200 -p "$port" >"$work/$name.srv" 2>&1 &
   local srv=$!
-  sleep 0.5
+  wait_tcp_listen "$port" "$srv"
   timeout 60 "$rocelab" run --ip "$cip" "$@" -- ib_write_bw -s 65536 -n 200 -p "$port" "$sip" >"$work/$name.cli" 2>&1
   check "$name: client's exit status" $? 0
   wait "$srv"

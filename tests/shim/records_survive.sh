@@ -8,9 +8,11 @@
 # inside the write() of a flush: then the file may end inside its last record
 # (the kernel cuts a write at a page boundary); every record before it must be
 # whole and the transfer there.
-# Usage: records_survive.sh ROCELAB PORT SIGNAL
+# Usage: records_survive.sh ROCELAB SIGNAL
 set -u
-rocelab=$1 port=$2 sig=$3
+rocelab=$1 sig=$2
+. "$(dirname "$0")/../lib/harness.sh"
+port=$(claim_port) || exit 1
 work=$(mktemp -d /tmp/rocelab-records.XXXXXX)
 srv_pid="" cli_pid=""
 cleanup() {
@@ -20,15 +22,11 @@ cleanup() {
 }
 trap cleanup EXIT
 # Addresses of their own, outside the pool `rocelab run` allocates from.
-net=127.$((port % 250 + 1)).$((port / 250 % 250 + 1))
+net=$(net_of "$port")
 "$rocelab" run --ip "$net.1" --pcap "$work/server.pcap" --events "$work/server.events" -- \
   ib_write_bw -s 65536 -D 30 -p "$port" >"$work/server.out" 2>&1 &
 srv_pid=$!
-for _ in $(seq 1 400); do
-  ss -Hltn "sport = :$port" | grep -q . && break
-  kill -0 "$srv_pid" 2>/dev/null || break
-  sleep 0.05
-done
+wait_tcp_listen "$port" "$srv_pid"
 # `rocelab run` execs the program: $! is the client itself (-D 30 bounds it;
 # it is killed below). No `timeout` wrapper: killing that would leave the
 # client running, holding its address for the next run.

@@ -2,9 +2,10 @@
 # Runs an unmodified verbs program as server and client under `rocelab run`
 # and checks both: exit status 0 and every expected line (extended regex).
 #
-#   run_pair.sh ROCELAB PORT [-e REGEX]... [-C REGEX]... [-r RUN_OPTION]... [-n] -- PROG ARGS...
+#   run_pair.sh ROCELAB [-e REGEX]... [-C REGEX]... [-r RUN_OPTION]... [-n] -- PROG ARGS...
 #
-# The server runs `PROG ARGS -p PORT`, the client `PROG ARGS -p PORT SERVER`.
+# The server runs `PROG ARGS -p PORT`, the client `PROG ARGS -p PORT SERVER`,
+# PORT a TCP port the script claims (tests/lib/harness.sh).
 # -e: both outputs must match; -C: the client's must (latency tests print
 #     their results on the client only).
 # -r passes an option to both `rocelab run`s (e.g. -r --mtu=1024).
@@ -14,8 +15,9 @@
 # -c CAPTURE: the server also writes a pcap (rocelab run --pcap CAPTURE).
 # Each program gets a bounded time (TIMEOUT, default 120 s); nothing hangs.
 set -u
-rocelab=$1 port=$2
-shift 2
+rocelab=$1
+shift
+. "$(dirname "$0")/../lib/harness.sh"
 expect=() client_expect=() run_opts=() netns=0 capture=""
 while [ $# -gt 0 ]; do
   case $1 in
@@ -29,6 +31,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ $# -gt 0 ] || { echo "run_pair.sh: no program" >&2; exit 2; }
+port=$(claim_port) || exit 1
 limit=${TIMEOUT:-120}
 work=$(mktemp -d /tmp/rocelab-pair.XXXXXX)
 server_ip=127.0.0.1
@@ -48,14 +51,8 @@ run_once() {
   "${srv_prefix[@]}" timeout -k 5 "$limit" "$rocelab" run "${run_opts[@]}" "${srv_opts[@]}" -- \
     "$@" -p "$port" >"$work/server.out" 2>&1 &
   srv_pid=$!
-  # The server listens on TCP $port once it has set up its device: wait for
-  # that (bounded) rather than sleeping a guess. Look with ss, not by
-  # connecting: these servers accept exactly one connection.
-  for _ in $(seq 1 400); do
-    "${srv_prefix[@]}" ss -Hltn "sport = :$port" | grep -q . && break
-    kill -0 $srv_pid 2>/dev/null || break
-    sleep 0.05
-  done
+  # The server listens on TCP $port once it has set up its device.
+  wait_tcp_listen "$port" $srv_pid "${srv_prefix[@]}"
   "${cli_prefix[@]}" timeout -k 5 "$limit" "$rocelab" run "${run_opts[@]}" "${cli_opts[@]}" -- \
     "$@" -p "$port" "$server_ip" >"$work/client.out" 2>&1
   cli_rc=$?

@@ -4,10 +4,11 @@
 # scapy_peer.py (scapy-built packets from a raw socket with random IPv4 IDs,
 # TTLs and DSCPs, as Soft-RoCE and NICs send), in the given role of the peer.
 # Both must exit 0; the peer checks every packet rocelab sends.
-# Usage: scapy_peer_test.sh ROCELAB PORT rc|ud server|client
+# Usage: scapy_peer_test.sh ROCELAB rc|ud server|client
 # Exits 77 (skipped) without root (raw sockets).
 set -u
-rocelab=$1 port=$2 kind=$3 role=$4
+rocelab=$1 kind=$2 role=$3
+. "$(dirname "$0")/../lib/harness.sh"
 [ "$(id -u)" = 0 ] || { echo "SKIP: raw sockets need root"; exit 77; }
 work=$(mktemp -d /tmp/rocelab-scapy.XXXXXX)
 peer_pid="" prog_pid=""
@@ -17,14 +18,15 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-net=127.$((port % 250 + 1)).$((port / 250 % 250 + 1))
+port=$(claim_port) || exit 1
+net=$(net_of "$port")
 here=$(dirname "$0")
 prog=(ibv_${kind}_pingpong -g 0 -s 512 -n 50 -p "$port")
 if [ "$role" = client ]; then
   # rocelab's program is the server: it listens first.
   "$rocelab" run --ip "$net.1" -- "${prog[@]}" > "$work/prog.out" 2>&1 &
   prog_pid=$!
-  for _ in $(seq 1 200); do ss -Hltn "sport = :$port" | grep -q . && break; sleep 0.05; done
+  wait_tcp_listen "$port" "$prog_pid"
   timeout 60 /usr/bin/python3 "$here/scapy_peer.py" --kind "$kind" --role client --ip "$net.2" --port "$port" \
     --server "$net.1" --size 512 --iters 50 > "$work/peer.out" 2>&1 &
   peer_pid=$!
@@ -32,7 +34,7 @@ else
   timeout 60 /usr/bin/python3 "$here/scapy_peer.py" --kind "$kind" --role server --ip "$net.2" --port "$port" \
     --size 512 --iters 50 > "$work/peer.out" 2>&1 &
   peer_pid=$!
-  for _ in $(seq 1 200); do ss -Hltn "sport = :$port" | grep -q . && break; sleep 0.05; done
+  wait_tcp_listen "$port" "$peer_pid"
   timeout 60 "$rocelab" run --ip "$net.1" -- "${prog[@]}" "$net.2" > "$work/prog.out" 2>&1 &
   prog_pid=$!
 fi

@@ -6,8 +6,9 @@
 # timeout x (retry_cnt + 1) — the programs set retry_cnt 7 — so the client
 # exits by itself, with an error, instead of hanging.
 #
-#   vanished_peer.sh ROCELAB PORT [-e REGEX]... [-n] -- PROG ARGS...
+#   vanished_peer.sh ROCELAB [-e REGEX]... [-n] -- PROG ARGS...
 #
+# PROG gets -p PORT, a TCP port the script claims (tests/lib/harness.sh).
 # -e: the client's final output must match (ERE).
 # -n: server and client in two network namespaces joined by a veth pair
 #     (netns_pair.sh): the ICMP comes back over a link, rate-limited.
@@ -16,8 +17,9 @@
 #     --explain: the rdma_cm shim says so on stderr).
 # The client gets LIMIT seconds (default 60) to exit: more is a hang.
 set -u
-rocelab=$1 port=$2
-shift 2
+rocelab=$1
+shift
+. "$(dirname "$0")/../lib/harness.sh"
 expect=() netns=0 rdmacm=0
 while [ $# -gt 0 ]; do
   case $1 in
@@ -29,6 +31,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ $# -gt 0 ] || { echo "vanished_peer.sh: usage" >&2; exit 2; }
+port=$(claim_port) || exit 1
 limit=${LIMIT:-60}
 work=$(mktemp -d /tmp/rocelab-vanish.XXXXXX)
 srv_pid="" cli_pid=""
@@ -45,7 +48,7 @@ trap cleanup EXIT
 # allocates from: a process started meanwhile by a parallel test must not
 # take over the dead server's address (its device would silently drop the
 # retransmissions — no ICMP — and only the seven retries of retry_cnt 7 would end it).
-net=127.$((port % 250 + 1)).$((port / 250 % 250 + 1))
+net=$(net_of "$port")
 server_ip=127.0.0.1 srv_prefix=() cli_prefix=() srv_opts=(--ip "$net.1") cli_opts=(--ip "$net.2")
 [ $netns = 1 ] && netns_up "$port"
 [ $rdmacm = 1 ] && [ $netns = 0 ] && server_ip=$net.1

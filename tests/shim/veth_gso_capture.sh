@@ -9,11 +9,13 @@
 # captured), tshark must decode every one as InfiniBand, and the IDs must show
 # that GSO was used (not all 0).
 #
-#   veth_gso_capture.sh ROCELAB PORT
+#   veth_gso_capture.sh ROCELAB
 set -u
-rocelab=$1 port=$2
+rocelab=$1
 here=$(dirname "$0")
 source "$here/netns_pair.sh"
+source "$here/../lib/harness.sh"
+port=$(claim_port) || exit 1
 work=$(mktemp -d /tmp/rocelab-vethgso.XXXXXX)
 cap_pid=""
 cleanup() {
@@ -31,17 +33,13 @@ for _ in $(seq 1 100); do grep -q "Capturing on" "$work/dumpcap.log" && break; s
 timeout 120 "${srv_prefix[@]}" "$rocelab" run "${srv_opts[@]}" -- ib_write_bw -s 65536 -n 500 -p "$port" \
   >"$work/server.out" 2>&1 &
 srv=$!
-sleep 0.5
+wait_tcp_listen "$port" "$srv" "${srv_prefix[@]}"
 timeout 120 "${cli_prefix[@]}" "$rocelab" run "${cli_opts[@]}" -- ib_write_bw -s 65536 -n 500 -p "$port" "$server_ip" \
   >"$work/client.out" 2>&1
 crc=$?
 wait "$srv"; src=$?
 sleep 0.5
 kill "$cap_pid"; wait "$cap_pid" 2>/dev/null; cap_pid=""
-status=0
-check() {  # WHAT GOT WANT
-  if [ "$2" = "$3" ]; then echo "ok: $1 = $2"; else echo "FAIL: $1 = '$2', want '$3'"; status=1; fi
-}
 check "client's exit status" "$crc" 0
 check "server's exit status" "$src" 0
 grep -E "^ 65536 +500 " "$work/client.out" || { echo "FAIL: no result line"; status=1; }

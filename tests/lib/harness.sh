@@ -1,0 +1,76 @@
+# Shared helpers of the test scripts (sourced, not run).
+#
+#   fail MESSAGE...         prints "FAIL: MESSAGE" and exits 1
+#   check WHAT GOT WANT     prints "ok: WHAT = GOT", or a FAIL line and sets
+#                           status=1 (the script exits $status at the end)
+#   claim_port              prints a TCP port that this script holds until it
+#                           exits: no other test script of any rocelab suite
+#                           on the machine gets it, and nothing listens on it
+#                           or is connected from it now. Scripts also name their
+#                           network namespaces and veth pairs after it and
+#                           derive 127.x.y.z addresses from it (see net_of).
+#   net_of PORT             prints 127.A.B (a /24 of the loopback range that
+#                           belongs to the holder of PORT)
+#   wait_tcp_listen PORT PID [PREFIX...]
+#                           waits until something listens on TCP PORT (looked
+#                           up with `PREFIX ss`, e.g. PREFIX = ip netns exec NS),
+#                           or PID has died, or 20 s have passed; returns 0 only
+#                           in the first case. Servers of the programs under
+#                           test accept exactly one connection: look with ss,
+#                           never by connecting.
+#
+# Claims live in $ROCELAB_TEST_CLAIMS (default /tmp/rocelab-test-ports), one
+# directory per port holding the claimant's pid; a claim whose process is gone
+# is taken over. flock(1) serialises the claims of concurrent scripts.
+
+fail() {
+  echo "FAIL: $*"
+  exit 1
+}
+
+status=0
+check() {
+  if [ "$2" = "$3" ]; then echo "ok: $1 = $2"; else echo "FAIL: $1 = '$2', want '$3'"; status=1; fi
+}
+
+rocelab_claims=${ROCELAB_TEST_CLAIMS:-/tmp/rocelab-test-ports}
+rocelab_port_lo=24000 rocelab_port_n=4000
+
+claim_port() {
+  mkdir -p "$rocelab_claims" || return 1
+  local fd p i owner start=$(( ($$ * 7919 + RANDOM) % rocelab_port_n ))
+  exec {fd}>>"$rocelab_claims/lock" || return 1
+  flock "$fd"
+  for ((i = 0; i < rocelab_port_n; i++)); do
+    p=$(( rocelab_port_lo + (start + i) % rocelab_port_n ))
+    if [ -d "$rocelab_claims/$p" ]; then
+      owner=$(cat "$rocelab_claims/$p/owner" 2>/dev/null)
+      [ -n "$owner" ] && [ -d "/proc/$owner" ] && continue
+    fi
+    ss -Htan "sport = :$p" 2>/dev/null | grep -q . && continue
+    mkdir -p "$rocelab_claims/$p" && echo $$ >"$rocelab_claims/$p/owner" || continue
+    flock -u "$fd"
+    exec {fd}>&-
+    echo "$p"
+    return 0
+  done
+  flock -u "$fd"
+  exec {fd}>&-
+  echo "claim_port: no free port in $rocelab_port_lo..$((rocelab_port_lo + rocelab_port_n - 1))" >&2
+  return 1
+}
+
+net_of() {
+  echo "127.$(($1 % 250 + 1)).$(($1 / 250 % 250 + 1))"
+}
+
+wait_tcp_listen() {
+  local port=$1 pid=$2
+  shift 2
+  for _ in $(seq 1 400); do
+    "$@" ss -Hltn "sport = :$port" | grep -q . && return 0
+    kill -0 "$pid" 2>/dev/null || return 1
+    sleep 0.05
+  done
+  return 1
+}
