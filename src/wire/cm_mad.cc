@@ -1,6 +1,8 @@
 #include "wire/cm_mad.h"
 
+#include <concepts>
 #include <cstring>
+#include <type_traits>
 
 #include "wire/byte_order.h"
 
@@ -112,26 +114,34 @@ CmMad make_cm_mad(uint64_t tid, CmMessage msg) {
 
 namespace {
 
-// Writes one CM message body (232 bytes, zeroed beforehand). `fits` collects
-// range checks: a value wider than its field is an error, never silently cut.
+// Each message's layout is written down once, as a function template over an
+// Io that either writes the fields into a body (Writer) or reads them out of
+// one (Reader): `io.u24(44, m.starting_psn)` is the REQ's starting PSN both
+// ways. Offsets are from the start of the 232-byte CM message body.
+
+// Writes one CM message body (232 bytes, zeroed beforehand). A value wider
+// than its field is an error (ok() false), never silently cut.
 class Writer {
  public:
   explicit Writer(std::byte* p) : p_(p) {}
   bool ok() const { return ok_; }
 
-  // Checks v < 2^bits.
-  uint32_t fit(uint32_t v, int bits) {
-    if (v >> bits) ok_ = false;
-    return v & ((1u << bits) - 1);
-  }
   void u8(size_t off, uint8_t v) { store8(p_ + off, v); }
   void u16(size_t off, uint16_t v) { store_be16(p_ + off, v); }
   void u24(size_t off, uint32_t v) { store_be24(p_ + off, fit(v, 24)); }
+  void u24(size_t off, Psn v) { u24(off, v.value()); }
+  void u24(size_t off, Qpn v) { u24(off, v.value()); }
   void u32(size_t off, uint32_t v) { store_be32(p_ + off, v); }
   void u64(size_t off, uint64_t v) { store_be64(p_ + off, v); }
-  // OR a field of `bits` bits whose lowest bit is bit `shift` of the byte at off.
-  void bits(size_t off, int shift, int bits, uint32_t v) {
-    store8(p_ + off, static_cast<uint8_t>(load8(p_ + off) | (fit(v, bits) << shift)));
+  // A field of `n` bits whose lowest bit is bit `shift` of the byte at off
+  // (bits8) or of the big-endian 32-bit word at off (bits32).
+  template <typename T>
+  void bits8(size_t off, int shift, int n, T v) {
+    store8(p_ + off, static_cast<uint8_t>(load8(p_ + off) | (fit(static_cast<uint32_t>(v), n) << shift)));
+  }
+  template <typename T>
+  void bits32(size_t off, int shift, int n, T v) {
+    store_be32(p_ + off, load_be32(p_ + off) | (fit(static_cast<uint32_t>(v), n) << shift));
   }
   template <size_t N>
   void bytes(size_t off, const std::array<uint8_t, N>& a) {
@@ -139,6 +149,10 @@ class Writer {
   }
 
  private:
+  uint32_t fit(uint32_t v, int n) {
+    if (v >> n) ok_ = false;
+    return v & ((1u << n) - 1);
+  }
   std::byte* p_;
   bool ok_ = true;
 };
@@ -146,13 +160,20 @@ class Writer {
 class Reader {
  public:
   explicit Reader(const std::byte* p) : p_(p) {}
-  uint8_t u8(size_t off) const { return load8(p_ + off); }
-  uint16_t u16(size_t off) const { return load_be16(p_ + off); }
-  uint32_t u24(size_t off) const { return load_be24(p_ + off); }
-  uint32_t u32(size_t off) const { return load_be32(p_ + off); }
-  uint64_t u64(size_t off) const { return load_be64(p_ + off); }
-  uint8_t bits(size_t off, int shift, int bits) const {
-    return static_cast<uint8_t>((load8(p_ + off) >> shift) & ((1u << bits) - 1));
+  void u8(size_t off, uint8_t& v) const { v = load8(p_ + off); }
+  void u16(size_t off, uint16_t& v) const { v = load_be16(p_ + off); }
+  void u24(size_t off, uint32_t& v) const { v = load_be24(p_ + off); }
+  void u24(size_t off, Psn& v) const { v = Psn(load_be24(p_ + off)); }
+  void u24(size_t off, Qpn& v) const { v = Qpn(load_be24(p_ + off)); }
+  void u32(size_t off, uint32_t& v) const { v = load_be32(p_ + off); }
+  void u64(size_t off, uint64_t& v) const { v = load_be64(p_ + off); }
+  template <typename T>
+  void bits8(size_t off, int shift, int n, T& v) const {
+    v = static_cast<T>((load8(p_ + off) >> shift) & ((1u << n) - 1));
+  }
+  template <typename T>
+  void bits32(size_t off, int shift, int n, T& v) const {
+    v = static_cast<T>((load_be32(p_ + off) >> shift) & ((1u << n) - 1));
   }
   template <size_t N>
   void bytes(size_t off, std::array<uint8_t, N>& a) const {
@@ -163,242 +184,142 @@ class Reader {
   const std::byte* p_;
 };
 
+// M is the message type, const when writing.
+template <typename M, typename T>
+concept Msg = std::same_as<std::remove_const_t<M>, T>;
+
 // A path: LIDs, GIDs, flow label | packet rate, traffic class, hop limit,
-// SL | subnet local, local ACK timeout (IBTA Table 99, 44 bytes).
-void put_path(Writer& w, size_t o, const CmPath& p) {
-  w.u16(o, p.local_lid);
-  w.u16(o + 2, p.remote_lid);
-  w.bytes(o + 4, p.local_gid);
-  w.bytes(o + 20, p.remote_gid);
-  // Flow label: 20 bits; 6 reserved; packet rate: 6 bits.
-  w.u32(o + 36, (w.fit(p.flow_label, 20) << 12) | w.fit(p.packet_rate, 6));
-  w.u8(o + 40, p.traffic_class);
-  w.u8(o + 41, p.hop_limit);
-  w.bits(o + 42, 4, 4, p.sl);
-  w.bits(o + 42, 3, 1, p.subnet_local);
-  w.bits(o + 43, 3, 5, p.local_ack_timeout);
+// SL | subnet local, local ACK timeout (IBTA Table 99, 44 bytes at o).
+template <typename Io, Msg<CmPath> P>
+void layout(Io& io, size_t o, P& p) {
+  io.u16(o, p.local_lid);
+  io.u16(o + 2, p.remote_lid);
+  io.bytes(o + 4, p.local_gid);
+  io.bytes(o + 20, p.remote_gid);
+  io.bits32(o + 36, 12, 20, p.flow_label);  // then 6 reserved bits
+  io.bits32(o + 36, 0, 6, p.packet_rate);
+  io.u8(o + 40, p.traffic_class);
+  io.u8(o + 41, p.hop_limit);
+  io.bits8(o + 42, 4, 4, p.sl);
+  io.bits8(o + 42, 3, 1, p.subnet_local);
+  io.bits8(o + 43, 3, 5, p.local_ack_timeout);
 }
 
-CmPath get_path(const Reader& r, size_t o) {
-  CmPath p;
-  p.local_lid = r.u16(o);
-  p.remote_lid = r.u16(o + 2);
-  r.bytes(o + 4, p.local_gid);
-  r.bytes(o + 20, p.remote_gid);
-  const uint32_t w = r.u32(o + 36);
-  p.flow_label = w >> 12;
-  p.packet_rate = static_cast<uint8_t>(w & 0x3F);
-  p.traffic_class = r.u8(o + 40);
-  p.hop_limit = r.u8(o + 41);
-  p.sl = r.bits(o + 42, 4, 4);
-  p.subnet_local = r.bits(o + 42, 3, 1);
-  p.local_ack_timeout = r.bits(o + 43, 3, 5);
-  return p;
+template <typename Io, Msg<CmReq> M>
+void layout(Io& io, M& m) {
+  io.u32(0, m.local_comm_id);
+  io.u64(8, m.service_id);
+  io.u64(16, m.local_ca_guid);
+  io.u32(28, m.local_qkey);
+  io.u24(32, m.local_qpn);
+  io.u8(35, m.responder_resources);
+  io.u24(36, m.local_eecn);
+  io.u8(39, m.initiator_depth);
+  io.u24(40, m.remote_eecn);
+  io.bits8(43, 3, 5, m.remote_cm_response_timeout);
+  io.bits8(43, 1, 2, m.transport);
+  io.bits8(43, 0, 1, m.end_to_end_flow_control);
+  io.u24(44, m.starting_psn);
+  io.bits8(47, 3, 5, m.local_cm_response_timeout);
+  io.bits8(47, 0, 3, m.retry_count);
+  io.u16(48, m.pkey);
+  io.bits8(50, 4, 4, m.path_mtu);
+  io.bits8(50, 3, 1, m.rdc_exists);
+  io.bits8(50, 0, 3, m.rnr_retry_count);
+  io.bits8(51, 4, 4, m.max_cm_retries);
+  io.bits8(51, 3, 1, m.srq);
+  io.bits8(51, 0, 3, m.extended_transport);
+  layout(io, 52, m.primary);
+  layout(io, 96, m.alternate);
+  io.bytes(140, m.private_data);
 }
 
-struct Encode {
-  Writer& w;
-  void operator()(const CmReq& m) const {
-    w.u32(0, m.local_comm_id);
-    w.u64(8, m.service_id);
-    w.u64(16, m.local_ca_guid);
-    w.u32(28, m.local_qkey);
-    w.u24(32, m.local_qpn.value());
-    w.u8(35, m.responder_resources);
-    w.u24(36, m.local_eecn);
-    w.u8(39, m.initiator_depth);
-    w.u24(40, m.remote_eecn);
-    w.bits(43, 3, 5, m.remote_cm_response_timeout);
-    w.bits(43, 1, 2, static_cast<uint8_t>(m.transport));
-    w.bits(43, 0, 1, m.end_to_end_flow_control);
-    w.u24(44, m.starting_psn.value());
-    w.bits(47, 3, 5, m.local_cm_response_timeout);
-    w.bits(47, 0, 3, m.retry_count);
-    w.u16(48, m.pkey);
-    w.bits(50, 4, 4, m.path_mtu);
-    w.bits(50, 3, 1, m.rdc_exists);
-    w.bits(50, 0, 3, m.rnr_retry_count);
-    w.bits(51, 4, 4, m.max_cm_retries);
-    w.bits(51, 3, 1, m.srq);
-    w.bits(51, 0, 3, m.extended_transport);
-    put_path(w, 52, m.primary);
-    put_path(w, 96, m.alternate);
-    w.bytes(140, m.private_data);
-  }
-  void operator()(const CmMra& m) const {
-    w.u32(0, m.local_comm_id);
-    w.u32(4, m.remote_comm_id);
-    w.bits(8, 6, 2, static_cast<uint8_t>(m.message_mraed));
-    w.bits(9, 3, 5, m.service_timeout);
-    w.bytes(10, m.private_data);
-  }
-  void operator()(const CmRej& m) const {
-    w.u32(0, m.local_comm_id);
-    w.u32(4, m.remote_comm_id);
-    w.bits(8, 6, 2, static_cast<uint8_t>(m.message_rejected));
-    w.bits(9, 1, 7, m.reject_info_length);
-    w.u16(10, m.reason);
-    w.bytes(12, m.ari);
-    w.bytes(84, m.private_data);
-  }
-  void operator()(const CmRep& m) const {
-    w.u32(0, m.local_comm_id);
-    w.u32(4, m.remote_comm_id);
-    w.u32(8, m.local_qkey);
-    w.u24(12, m.local_qpn.value());
-    w.u24(16, m.local_eecn);
-    w.u24(20, m.starting_psn.value());
-    w.u8(24, m.responder_resources);
-    w.u8(25, m.initiator_depth);
-    w.bits(26, 3, 5, m.target_ack_delay);
-    w.bits(26, 1, 2, m.failover_accepted);
-    w.bits(26, 0, 1, m.end_to_end_flow_control);
-    w.bits(27, 5, 3, m.rnr_retry_count);
-    w.bits(27, 4, 1, m.srq);
-    w.u64(28, m.local_ca_guid);
-    w.bytes(36, m.private_data);
-  }
-  void operator()(const CmRtu& m) const {
-    w.u32(0, m.local_comm_id);
-    w.u32(4, m.remote_comm_id);
-    w.bytes(8, m.private_data);
-  }
-  void operator()(const CmDreq& m) const {
-    w.u32(0, m.local_comm_id);
-    w.u32(4, m.remote_comm_id);
-    w.u24(8, m.remote_qpn.value());
-    w.bytes(12, m.private_data);
-  }
-  void operator()(const CmDrep& m) const {
-    w.u32(0, m.local_comm_id);
-    w.u32(4, m.remote_comm_id);
-    w.bytes(8, m.private_data);
-  }
-  void operator()(const CmSidrReq& m) const {
-    w.u32(0, m.request_id);
-    w.u16(4, m.pkey);
-    w.u64(8, m.service_id);
-    w.bytes(16, m.private_data);
-  }
-  void operator()(const CmSidrRep& m) const {
-    w.u32(0, m.request_id);
-    w.u8(4, m.status);
-    w.u8(5, m.additional_info_length);
-    w.u24(8, m.qpn.value());
-    w.u64(12, m.service_id);
-    w.u32(20, m.qkey);
-    w.bytes(24, m.class_port_info);
-    w.bytes(96, m.private_data);
-  }
-};
-
-CmReq get_req(const Reader& r) {
-  CmReq m;
-  m.local_comm_id = r.u32(0);
-  m.service_id = r.u64(8);
-  m.local_ca_guid = r.u64(16);
-  m.local_qkey = r.u32(28);
-  m.local_qpn = Qpn(r.u24(32));
-  m.responder_resources = r.u8(35);
-  m.local_eecn = r.u24(36);
-  m.initiator_depth = r.u8(39);
-  m.remote_eecn = r.u24(40);
-  m.remote_cm_response_timeout = r.bits(43, 3, 5);
-  m.transport = static_cast<CmTransport>(r.bits(43, 1, 2));
-  m.end_to_end_flow_control = r.bits(43, 0, 1);
-  m.starting_psn = Psn(r.u24(44));
-  m.local_cm_response_timeout = r.bits(47, 3, 5);
-  m.retry_count = r.bits(47, 0, 3);
-  m.pkey = r.u16(48);
-  m.path_mtu = r.bits(50, 4, 4);
-  m.rdc_exists = r.bits(50, 3, 1);
-  m.rnr_retry_count = r.bits(50, 0, 3);
-  m.max_cm_retries = r.bits(51, 4, 4);
-  m.srq = r.bits(51, 3, 1);
-  m.extended_transport = r.bits(51, 0, 3);
-  m.primary = get_path(r, 52);
-  m.alternate = get_path(r, 96);
-  r.bytes(140, m.private_data);
-  return m;
+template <typename Io, Msg<CmMra> M>
+void layout(Io& io, M& m) {
+  io.u32(0, m.local_comm_id);
+  io.u32(4, m.remote_comm_id);
+  io.bits8(8, 6, 2, m.message_mraed);
+  io.bits8(9, 3, 5, m.service_timeout);
+  io.bytes(10, m.private_data);
 }
 
-CmMra get_mra(const Reader& r) {
-  CmMra m;
-  m.local_comm_id = r.u32(0);
-  m.remote_comm_id = r.u32(4);
-  m.message_mraed = static_cast<CmMsgRef>(r.bits(8, 6, 2));
-  m.service_timeout = r.bits(9, 3, 5);
-  r.bytes(10, m.private_data);
-  return m;
+template <typename Io, Msg<CmRej> M>
+void layout(Io& io, M& m) {
+  io.u32(0, m.local_comm_id);
+  io.u32(4, m.remote_comm_id);
+  io.bits8(8, 6, 2, m.message_rejected);
+  io.bits8(9, 1, 7, m.reject_info_length);
+  io.u16(10, m.reason);
+  io.bytes(12, m.ari);
+  io.bytes(84, m.private_data);
 }
 
-CmRej get_rej(const Reader& r) {
-  CmRej m;
-  m.local_comm_id = r.u32(0);
-  m.remote_comm_id = r.u32(4);
-  m.message_rejected = static_cast<CmMsgRef>(r.bits(8, 6, 2));
-  m.reject_info_length = r.bits(9, 1, 7);
-  m.reason = r.u16(10);
-  r.bytes(12, m.ari);
-  r.bytes(84, m.private_data);
-  return m;
+template <typename Io, Msg<CmRep> M>
+void layout(Io& io, M& m) {
+  io.u32(0, m.local_comm_id);
+  io.u32(4, m.remote_comm_id);
+  io.u32(8, m.local_qkey);
+  io.u24(12, m.local_qpn);
+  io.u24(16, m.local_eecn);
+  io.u24(20, m.starting_psn);
+  io.u8(24, m.responder_resources);
+  io.u8(25, m.initiator_depth);
+  io.bits8(26, 3, 5, m.target_ack_delay);
+  io.bits8(26, 1, 2, m.failover_accepted);
+  io.bits8(26, 0, 1, m.end_to_end_flow_control);
+  io.bits8(27, 5, 3, m.rnr_retry_count);
+  io.bits8(27, 4, 1, m.srq);
+  io.u64(28, m.local_ca_guid);
+  io.bytes(36, m.private_data);
 }
 
-CmRep get_rep(const Reader& r) {
-  CmRep m;
-  m.local_comm_id = r.u32(0);
-  m.remote_comm_id = r.u32(4);
-  m.local_qkey = r.u32(8);
-  m.local_qpn = Qpn(r.u24(12));
-  m.local_eecn = r.u24(16);
-  m.starting_psn = Psn(r.u24(20));
-  m.responder_resources = r.u8(24);
-  m.initiator_depth = r.u8(25);
-  m.target_ack_delay = r.bits(26, 3, 5);
-  m.failover_accepted = r.bits(26, 1, 2);
-  m.end_to_end_flow_control = r.bits(26, 0, 1);
-  m.rnr_retry_count = r.bits(27, 5, 3);
-  m.srq = r.bits(27, 4, 1);
-  m.local_ca_guid = r.u64(28);
-  r.bytes(36, m.private_data);
-  return m;
+template <typename Io, Msg<CmRtu> M>
+void layout(Io& io, M& m) {
+  io.u32(0, m.local_comm_id);
+  io.u32(4, m.remote_comm_id);
+  io.bytes(8, m.private_data);
+}
+
+template <typename Io, Msg<CmDreq> M>
+void layout(Io& io, M& m) {
+  io.u32(0, m.local_comm_id);
+  io.u32(4, m.remote_comm_id);
+  io.u24(8, m.remote_qpn);
+  io.bytes(12, m.private_data);
+}
+
+template <typename Io, Msg<CmDrep> M>
+void layout(Io& io, M& m) {
+  io.u32(0, m.local_comm_id);
+  io.u32(4, m.remote_comm_id);
+  io.bytes(8, m.private_data);
+}
+
+template <typename Io, Msg<CmSidrReq> M>
+void layout(Io& io, M& m) {
+  io.u32(0, m.request_id);
+  io.u16(4, m.pkey);
+  io.u64(8, m.service_id);
+  io.bytes(16, m.private_data);
+}
+
+template <typename Io, Msg<CmSidrRep> M>
+void layout(Io& io, M& m) {
+  io.u32(0, m.request_id);
+  io.u8(4, m.status);
+  io.u8(5, m.additional_info_length);
+  io.u24(8, m.qpn);
+  io.u64(12, m.service_id);
+  io.u32(20, m.qkey);
+  io.bytes(24, m.class_port_info);
+  io.bytes(96, m.private_data);
 }
 
 template <typename T>
-T get_ids_and_private(const Reader& r, size_t pd_off) {
+CmMad parsed(const MadHeader& h, const Reader& r) {
   T m;
-  m.local_comm_id = r.u32(0);
-  m.remote_comm_id = r.u32(4);
-  r.bytes(pd_off, m.private_data);
-  return m;
-}
-
-CmDreq get_dreq(const Reader& r) {
-  CmDreq m = get_ids_and_private<CmDreq>(r, 12);
-  m.remote_qpn = Qpn(r.u24(8));
-  return m;
-}
-
-CmSidrReq get_sidr_req(const Reader& r) {
-  CmSidrReq m;
-  m.request_id = r.u32(0);
-  m.pkey = r.u16(4);
-  m.service_id = r.u64(8);
-  r.bytes(16, m.private_data);
-  return m;
-}
-
-CmSidrRep get_sidr_rep(const Reader& r) {
-  CmSidrRep m;
-  m.request_id = r.u32(0);
-  m.status = r.u8(4);
-  m.additional_info_length = r.u8(5);
-  m.qpn = Qpn(r.u24(8));
-  m.service_id = r.u64(12);
-  m.qkey = r.u32(20);
-  r.bytes(24, m.class_port_info);
-  r.bytes(96, m.private_data);
-  return m;
+  layout(r, m);
+  return CmMad{h, std::move(m)};
 }
 
 }  // namespace
@@ -410,7 +331,7 @@ Result<size_t> encode_cm_mad(std::span<std::byte> out, const CmMad& m) {
   h.attr_id = static_cast<uint16_t>(attr_of(m.msg));
   h.store(out.data());
   Writer w(out.data() + kMadHeaderLen);
-  std::visit(Encode{w}, m.msg);
+  std::visit([&w](const auto& msg) { layout(w, msg); }, m.msg);
   if (!w.ok()) {
     std::memset(out.data(), 0, kMadLen);  // no half-valid MAD left behind
     return WireErrc::kFieldOutOfRange;
@@ -426,15 +347,15 @@ Result<CmMad> parse_cm_mad(std::span<const std::byte> mad) {
   if (mad.size() < kMadLen) return WireErrc::kTruncated;
   const Reader r(mad.data() + kMadHeaderLen);
   switch (static_cast<CmAttr>(h->attr_id)) {
-    case CmAttr::kReq: return CmMad{*h, get_req(r)};
-    case CmAttr::kMra: return CmMad{*h, get_mra(r)};
-    case CmAttr::kRej: return CmMad{*h, get_rej(r)};
-    case CmAttr::kRep: return CmMad{*h, get_rep(r)};
-    case CmAttr::kRtu: return CmMad{*h, get_ids_and_private<CmRtu>(r, 8)};
-    case CmAttr::kDreq: return CmMad{*h, get_dreq(r)};
-    case CmAttr::kDrep: return CmMad{*h, get_ids_and_private<CmDrep>(r, 8)};
-    case CmAttr::kSidrReq: return CmMad{*h, get_sidr_req(r)};
-    case CmAttr::kSidrRep: return CmMad{*h, get_sidr_rep(r)};
+    case CmAttr::kReq: return parsed<CmReq>(*h, r);
+    case CmAttr::kMra: return parsed<CmMra>(*h, r);
+    case CmAttr::kRej: return parsed<CmRej>(*h, r);
+    case CmAttr::kRep: return parsed<CmRep>(*h, r);
+    case CmAttr::kRtu: return parsed<CmRtu>(*h, r);
+    case CmAttr::kDreq: return parsed<CmDreq>(*h, r);
+    case CmAttr::kDrep: return parsed<CmDrep>(*h, r);
+    case CmAttr::kSidrReq: return parsed<CmSidrReq>(*h, r);
+    case CmAttr::kSidrRep: return parsed<CmSidrRep>(*h, r);
     case CmAttr::kClassPortInfo:
     case CmAttr::kLap:
     case CmAttr::kApr: break;

@@ -1,9 +1,10 @@
 // Communication Management MADs (IBTA Vol 1 ch. 12.6; the kernel's
 // include/rdma/ibta_vol1_c12.h, drivers/infiniband/core/cm_msgs.h; Wireshark's
 // packet-infiniband.c): management class 0x07, class version 2, method Send.
-// Each message is the 232 bytes after the common MAD header (mad.h); the
-// offsets in the comments below are from the start of those 232 bytes (add 24
-// for the offset in the MAD). Private data fields are fixed-size on the wire:
+// Each message is the 232 bytes after the common MAD header (mad.h). Where each
+// field lies in them is written once, in cm_mad.cc (one layout() per message,
+// used to encode and to parse); the IBTA table of each message is named at its
+// struct below. Private data fields are fixed-size on the wire:
 // the sender zero-fills what it does not use, and no length travels with it.
 //
 // rdma_cm on RoCEv2: the kernel puts these MADs in a UD SEND Only to QP 1
@@ -50,7 +51,7 @@ using Gid = std::array<uint8_t, 16>;
 // Transport Service Type in REQ (2 bits): RC 0, UC 1, RD 2.
 enum class CmTransport : uint8_t { kRc = 0, kUc = 1, kRd = 2, kReserved = 3 };
 
-// One path of a REQ (primary: offsets 52-95; alternate: 96-139). 44 bytes.
+// One path of a REQ (primary and alternate). 44 bytes.
 struct CmPath {
   uint16_t local_lid = 0xFFFF, remote_lid = 0xFFFF;  // permissive on RoCE
   Gid local_gid{}, remote_gid{};
@@ -66,31 +67,31 @@ struct CmPath {
 
 // ConnectRequest (REQ), Table 99.
 struct CmReq {
-  uint32_t local_comm_id = 0;        // 0
-  uint64_t service_id = 0;           // 8
-  uint64_t local_ca_guid = 0;        // 16
-  uint32_t local_qkey = 0;           // 28
-  Qpn local_qpn;                     // 32 (24 bits)
-  uint8_t responder_resources = 0;   // 35
-  uint32_t local_eecn = 0;           // 36 (24 bits)
-  uint8_t initiator_depth = 0;       // 39
-  uint32_t remote_eecn = 0;          // 40 (24 bits)
-  uint8_t remote_cm_response_timeout = 0;  // 43 bits 7-3 (5 bits: 4.096 us * 2^n)
-  CmTransport transport = CmTransport::kRc;  // 43 bits 2-1
-  bool end_to_end_flow_control = false;      // 43 bit 0
-  Psn starting_psn;                  // 44 (24 bits)
-  uint8_t local_cm_response_timeout = 0;  // 47 bits 7-3
-  uint8_t retry_count = 0;           // 47 bits 2-0
-  uint16_t pkey = 0xFFFF;            // 48
-  uint8_t path_mtu = 0;              // 50 bits 7-4 (IBV_MTU_*: 1=256 .. 5=4096)
-  bool rdc_exists = false;           // 50 bit 3
-  uint8_t rnr_retry_count = 0;       // 50 bits 2-0
-  uint8_t max_cm_retries = 0;        // 51 bits 7-4
-  bool srq = false;                  // 51 bit 3
-  uint8_t extended_transport = 0;    // 51 bits 2-0 (XRC: 1)
-  CmPath primary;                    // 52
-  CmPath alternate;                  // 96 (all zero when there is none)
-  std::array<uint8_t, 92> private_data{};  // 140
+  uint32_t local_comm_id = 0;
+  uint64_t service_id = 0;
+  uint64_t local_ca_guid = 0;
+  uint32_t local_qkey = 0;
+  Qpn local_qpn;                     // 24 bits
+  uint8_t responder_resources = 0;
+  uint32_t local_eecn = 0;           // 24 bits
+  uint8_t initiator_depth = 0;
+  uint32_t remote_eecn = 0;          // 24 bits
+  uint8_t remote_cm_response_timeout = 0;  // 5 bits: 4.096 us * 2^n
+  CmTransport transport = CmTransport::kRc;  // 2 bits
+  bool end_to_end_flow_control = false;
+  Psn starting_psn;                  // 24 bits
+  uint8_t local_cm_response_timeout = 0;  // 5 bits
+  uint8_t retry_count = 0;           // 3 bits
+  uint16_t pkey = 0xFFFF;
+  uint8_t path_mtu = 0;              // 4 bits (IBV_MTU_*: 1=256 .. 5=4096)
+  bool rdc_exists = false;
+  uint8_t rnr_retry_count = 0;       // 3 bits
+  uint8_t max_cm_retries = 0;        // 4 bits
+  bool srq = false;
+  uint8_t extended_transport = 0;    // 3 bits (XRC: 1)
+  CmPath primary;
+  CmPath alternate;                  // all zero when there is none
+  std::array<uint8_t, 92> private_data{};
   bool operator==(const CmReq&) const = default;
 };
 
@@ -99,10 +100,10 @@ enum class CmMsgRef : uint8_t { kReq = 0, kRep = 1, kLap = 2, kOther = 3 };
 
 // MessageReceiptAcknowledgement (MRA), Table 101: "I got it, give me longer".
 struct CmMra {
-  uint32_t local_comm_id = 0, remote_comm_id = 0;  // 0, 4
-  CmMsgRef message_mraed = CmMsgRef::kReq;         // 8 bits 7-6
-  uint8_t service_timeout = 0;                     // 9 bits 7-3 (5 bits)
-  std::array<uint8_t, 222> private_data{};         // 10
+  uint32_t local_comm_id = 0, remote_comm_id = 0;
+  CmMsgRef message_mraed = CmMsgRef::kReq;         // 2 bits
+  uint8_t service_timeout = 0;                     // 5 bits
+  std::array<uint8_t, 222> private_data{};
   bool operator==(const CmMra&) const = default;
 };
 
@@ -127,62 +128,62 @@ std::string_view rej_reason_name(uint16_t reason);
 
 // ConnectReject (REJ), Table 102.
 struct CmRej {
-  uint32_t local_comm_id = 0, remote_comm_id = 0;  // 0, 4
-  CmMsgRef message_rejected = CmMsgRef::kReq;      // 8 bits 7-6
-  uint8_t reject_info_length = 0;                  // 9 bits 7-1 (7 bits, bytes of ARI used)
-  uint16_t reason = 0;                             // 10
-  std::array<uint8_t, 72> ari{};                   // 12: Additional Rejection Information
-  std::array<uint8_t, 148> private_data{};         // 84
+  uint32_t local_comm_id = 0, remote_comm_id = 0;
+  CmMsgRef message_rejected = CmMsgRef::kReq;      // 2 bits
+  uint8_t reject_info_length = 0;                  // 7 bits, bytes of ARI used
+  uint16_t reason = 0;
+  std::array<uint8_t, 72> ari{};                   // Additional Rejection Information
+  std::array<uint8_t, 148> private_data{};
   bool operator==(const CmRej&) const = default;
 };
 
 // ConnectReply (REP), Table 104.
 struct CmRep {
-  uint32_t local_comm_id = 0, remote_comm_id = 0;  // 0, 4
-  uint32_t local_qkey = 0;                         // 8
-  Qpn local_qpn;                                   // 12 (24 bits)
-  uint32_t local_eecn = 0;                         // 16 (24 bits)
-  Psn starting_psn;                                // 20 (24 bits)
-  uint8_t responder_resources = 0;                 // 24
-  uint8_t initiator_depth = 0;                     // 25
-  uint8_t target_ack_delay = 0;                    // 26 bits 7-3 (5 bits)
-  uint8_t failover_accepted = 0;                   // 26 bits 2-1
-  bool end_to_end_flow_control = false;            // 26 bit 0
-  uint8_t rnr_retry_count = 0;                     // 27 bits 7-5
-  bool srq = false;                                // 27 bit 4
-  uint64_t local_ca_guid = 0;                      // 28
-  std::array<uint8_t, 196> private_data{};         // 36
+  uint32_t local_comm_id = 0, remote_comm_id = 0;
+  uint32_t local_qkey = 0;
+  Qpn local_qpn;                                   // 24 bits
+  uint32_t local_eecn = 0;                         // 24 bits
+  Psn starting_psn;                                // 24 bits
+  uint8_t responder_resources = 0;
+  uint8_t initiator_depth = 0;
+  uint8_t target_ack_delay = 0;                    // 5 bits
+  uint8_t failover_accepted = 0;                   // 2 bits
+  bool end_to_end_flow_control = false;
+  uint8_t rnr_retry_count = 0;                     // 3 bits
+  bool srq = false;
+  uint64_t local_ca_guid = 0;
+  std::array<uint8_t, 196> private_data{};
   bool operator==(const CmRep&) const = default;
 };
 
 // ReadyToUse (RTU), Table 105.
 struct CmRtu {
-  uint32_t local_comm_id = 0, remote_comm_id = 0;  // 0, 4
-  std::array<uint8_t, 224> private_data{};         // 8
+  uint32_t local_comm_id = 0, remote_comm_id = 0;
+  std::array<uint8_t, 224> private_data{};
   bool operator==(const CmRtu&) const = default;
 };
 
 // DisconnectRequest (DREQ), Table 106.
 struct CmDreq {
-  uint32_t local_comm_id = 0, remote_comm_id = 0;  // 0, 4
-  Qpn remote_qpn;                                  // 8 (24 bits): remote QPN/EECN
-  std::array<uint8_t, 220> private_data{};         // 12
+  uint32_t local_comm_id = 0, remote_comm_id = 0;
+  Qpn remote_qpn;                                  // 24 bits: remote QPN/EECN
+  std::array<uint8_t, 220> private_data{};
   bool operator==(const CmDreq&) const = default;
 };
 
 // DisconnectReply (DREP), Table 107.
 struct CmDrep {
-  uint32_t local_comm_id = 0, remote_comm_id = 0;  // 0, 4
-  std::array<uint8_t, 224> private_data{};         // 8
+  uint32_t local_comm_id = 0, remote_comm_id = 0;
+  std::array<uint8_t, 224> private_data{};
   bool operator==(const CmDrep&) const = default;
 };
 
 // ServiceIDResolutionRequest (SIDR_REQ), Table 112: rdma_cm's RDMA_PS_UDP.
 struct CmSidrReq {
-  uint32_t request_id = 0;                  // 0
-  uint16_t pkey = 0xFFFF;                   // 4
-  uint64_t service_id = 0;                  // 8
-  std::array<uint8_t, 216> private_data{};  // 16
+  uint32_t request_id = 0;
+  uint16_t pkey = 0xFFFF;
+  uint64_t service_id = 0;
+  std::array<uint8_t, 216> private_data{};
   bool operator==(const CmSidrReq&) const = default;
 };
 
@@ -194,14 +195,14 @@ inline constexpr uint8_t kValid = 0, kServiceIdNotSupported = 1, kRejected = 2, 
 
 // ServiceIDResolutionResponse (SIDR_REP), Table 113.
 struct CmSidrRep {
-  uint32_t request_id = 0;                  // 0
-  uint8_t status = 0;                       // 4
-  uint8_t additional_info_length = 0;       // 5
-  Qpn qpn;                                  // 8 (24 bits)
-  uint64_t service_id = 0;                  // 12
-  uint32_t qkey = 0;                        // 20
-  std::array<uint8_t, 72> class_port_info{};  // 24 (redirection; also the additional info)
-  std::array<uint8_t, 136> private_data{};  // 96
+  uint32_t request_id = 0;
+  uint8_t status = 0;
+  uint8_t additional_info_length = 0;
+  Qpn qpn;                                  // 24 bits
+  uint64_t service_id = 0;
+  uint32_t qkey = 0;
+  std::array<uint8_t, 72> class_port_info{};  // redirection; also the additional info
+  std::array<uint8_t, 136> private_data{};
   bool operator==(const CmSidrRep&) const = default;
 };
 
