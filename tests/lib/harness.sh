@@ -40,7 +40,11 @@ claim_port() {
   mkdir -p "$rocelab_claims" || return 1
   local fd p i owner start=$(( ($$ * 7919 + RANDOM) % rocelab_port_n ))
   exec {fd}>>"$rocelab_claims/lock" || return 1
-  flock "$fd"
+  if ! flock -w 30 "$fd"; then
+    exec {fd}>&-
+    echo "claim_port: $rocelab_claims/lock held for 30 s by another script" >&2
+    return 1
+  fi
   for ((i = 0; i < rocelab_port_n; i++)); do
     p=$(( rocelab_port_lo + (start + i) % rocelab_port_n ))
     if [ -d "$rocelab_claims/$p" ]; then
