@@ -58,7 +58,10 @@ wire::Result<emu::Device*> DeviceRuntime::acquire(const DeviceConfig& dev,
   engine_ = std::move(*d);
   users_ = 1;
   print_counters_ = cfg.counters;
-  live().push_back(this);
+  {
+    std::lock_guard live_lock(live_mu());
+    live().push_back(this);
+  }
   static std::once_flag once;
   std::call_once(once, [] { std::atexit(at_exit); });
   return engine_.get();
@@ -69,6 +72,11 @@ std::vector<DeviceRuntime*>& DeviceRuntime::live() {
   // static destructors registered before it.
   static auto* v = new std::vector<DeviceRuntime*>;
   return *v;
+}
+
+std::mutex& DeviceRuntime::live_mu() {
+  static auto* m = new std::mutex;
+  return *m;
 }
 
 void DeviceRuntime::print_counters(const emu::Device& d) {
@@ -85,7 +93,16 @@ void DeviceRuntime::at_exit() {
   // down). The engine goes on serving whichever thread is still in a verb;
   // only its records end here, complete, and what it sends from now on is
   // not recorded.
-  for (DeviceRuntime* r : live()) {
+  //
+  // A copy: another thread may close a device meanwhile (release() takes
+  // live_mu() inside mu_, so mu_ is never taken here while live_mu() is held).
+  // Runtimes are never destroyed, so the pointers stay valid.
+  std::vector<DeviceRuntime*> open;
+  {
+    std::lock_guard live_lock(live_mu());
+    open = live();
+  }
+  for (DeviceRuntime* r : open) {
     std::lock_guard lock(r->mu_);
     if (!r->engine_) continue;
     if (r->print_counters_) print_counters(*r->engine_);
@@ -102,7 +119,10 @@ void DeviceRuntime::release() noexcept {
     std::lock_guard lock(mu_);
     if (--users_ > 0) return;
     if (print_counters_ && engine_) print_counters(*engine_);
-    std::erase(live(), this);
+    {
+      std::lock_guard live_lock(live_mu());
+      std::erase(live(), this);
+    }
     dying = std::move(engine_);
     dying_taps = std::move(taps_);
     have_address_ = false;  // a later open may bind another free address

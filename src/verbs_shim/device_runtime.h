@@ -41,7 +41,8 @@ class DeviceRuntime {
   // At exit, for each device still open: its counters (if asked for), then
   // the engine stops recording and the pcap and event log are closed.
   static void at_exit();
-  static std::vector<DeviceRuntime*>& live();  // those with an engine
+  static std::vector<DeviceRuntime*>& live();  // those with an engine, under live_mu()
+  static std::mutex& live_mu();
   bool print_counters_ = false;
 
   std::mutex mu_;
