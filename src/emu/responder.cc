@@ -246,7 +246,8 @@ RespState chk_op_seq(QpImpl& qp, Scratch& s) {
     case Seq::kWrite: ok = is_write(s.info) && !is_first(s.info); break;
     case Seq::kNone: ok = starts_message(s.info); break;
   }
-  // IBTA 9.8.3.1 C9-?: a missing FIRST or LAST is an invalid request.
+  // A missing FIRST or LAST is an invalid request (IBTA 9.8.3.1; rxe's
+  // check_op_seq answers RC the same: NAK invalid request).
   if (!ok) return error_for(qp, s, RespState::kErrInvalidRequest, "opcode sequence");
   return RespState::kChkOpValid;
 }
