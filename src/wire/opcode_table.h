@@ -1,8 +1,8 @@
 // The IBTA BTH opcode table (IBTA vol. 1, 9.2.3, Table 38) for RC, UC, UD and
 // XRC, plus the RoCEv2 CNP. One table drives the encoder, the decoder, length
 // checks and demux (docs/style.md §5): the RC rows are constexpr
-// (opcode_table.cc), expanded once, at first use, into the 256 entries of every
-// transport. Each entry holds the spec's name, the transport, the extension
+// (opcode_table.cc), expanded once, at first use, into one 256-entry table for
+// all transports. Each entry holds the spec's name, the transport, the extension
 // headers it carries and the opcode class.
 #pragma once
 #include <array>
