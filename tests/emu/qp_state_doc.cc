@@ -1,3 +1,5 @@
+// Reading a Markdown QP transition table (qp_state_doc.h): cells of states,
+// QP types and attribute names into rules the tests compare the engine with.
 #include "tests/emu/qp_state_doc.h"
 
 #include <fstream>

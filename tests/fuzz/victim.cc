@@ -1,3 +1,6 @@
+// The engine fuzzer's victim (victim.h): its device, QPs of every type and
+// state, MRs in a guarded arena, and the checks that no byte outside what the
+// peer may write has changed.
 #include "tests/fuzz/victim.h"
 
 #include <array>

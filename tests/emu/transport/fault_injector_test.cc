@@ -1,3 +1,7 @@
+// The fault injector (emu/transport/fault_injector.h) in front of a simulated
+// fabric: probabilistic faults repeat for a seed; scheduled rules drop,
+// duplicate, corrupt (always visible to the ICRC), delay and reorder exactly
+// the packets they name; bad schedules are refused with a message.
 #include "emu/transport/fault_injector.h"
 
 #include <gtest/gtest.h>

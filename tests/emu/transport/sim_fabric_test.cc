@@ -1,3 +1,6 @@
+// The simulated fabric (emu/transport/sim_fabric.h): datagrams arrive after the
+// link's latency and serialization delay in send order, byte for byte; a vanished
+// address is reported unreachable; timers fire at their virtual time.
 #include "emu/transport/sim_fabric.h"
 
 #include <gtest/gtest.h>

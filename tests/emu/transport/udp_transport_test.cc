@@ -1,3 +1,6 @@
+// The UDP transport over real sockets on loopback: address allocation, batches
+// delivered byte-exact with their addresses and source port, ICMP port
+// unreachable reported for a peer that is gone.
 #include "emu/transport/udp_transport.h"
 
 #include <gtest/gtest.h>
