@@ -7,14 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "capture/pcap_writer.h"
 #include "tools/commands.h"
 #include "wire/frame.h"
-#include "wire/pcap_writer.h"
 
 namespace rocelab::tools {
 namespace {
 
 using namespace wire;
+using namespace capture;
 
 std::string header_list(const OpInfo& info) {
   static constexpr std::pair<Hdr, const char*> kNames[] = {

@@ -5,11 +5,11 @@
 #include <span>
 #include <string>
 
+#include "capture/frames.h"
 #include "decode/decode_format.h"
 #include "decode/json_line.h"
 #include "wire/frame.h"
 #include "wire/ib_native.h"
-#include "wire/pcap_reader.h"
 
 namespace rocelab::decode {
 namespace {
@@ -54,7 +54,7 @@ ErfResult decode_erf(std::span<const std::byte> frame) {
 }
 
 // What can be said about a frame that shows UDP port 4791 but does not decode.
-Malformed describe_malformed(int link_type, const wire::CapturedFrame& f, std::error_code ec) {
+Malformed describe_malformed(int link_type, const capture::Frame& f, std::error_code ec) {
   Malformed m;
   m.error = ec;
   m.caplen = f.data.size();
@@ -74,11 +74,9 @@ int decode_capture(const DecodeOptions& o, const std::string& path, std::string_
                    Summary& summary, const DecodeSinks& sinks) {
   const auto out_line = [&](const std::string& s) { sinks.out(s); };
   const std::string name(display_name);
-  std::string detail;
-  auto reader = wire::PcapReader::open(path, &detail);
+  std::string why;
+  auto reader = capture::FrameReader::open(path, &why);
   if (!reader) {
-    std::string why = reader.error().message();
-    if (!detail.empty() && detail != why) why += " (" + detail + ")";
     sinks.err("rocelab decode: " + name + ": cannot read as a capture: " + why);
     return kExitUnreadable;
   }
@@ -86,19 +84,11 @@ int decode_capture(const DecodeOptions& o, const std::string& path, std::string_
   FileTally t;
   std::chrono::nanoseconds first{0};
   int status = kExitOk;
-  for (;;) {
-    auto next = reader->next(&detail);
-    if (!next) {
-      sinks.err("rocelab decode: " + name + ": damaged capture after frame " +
-                std::to_string(t.frames) + ": " + detail);
-      status = kExitUnreadable;
-      break;
-    }
-    if (!next->has_value()) break;
-    const wire::CapturedFrame& f = **next;
-    if (t.frames == 0) first = f.ts;
-    ++t.frames;
-    const FrameRef ref{display_name, t.frames, f.ts, f.ts - first};
+  while (const capture::Frame* next = reader->next()) {
+    const capture::Frame& f = *next;
+    if (f.number == 1) first = f.ts;
+    t.frames = f.number;
+    const FrameRef ref{display_name, f.number, f.ts, f.ts - first};
     std::optional<wire::DecodedFrame> eth;
     std::optional<wire::IbFrame> ib;
     std::error_code ec;
@@ -133,6 +123,11 @@ int decode_capture(const DecodeOptions& o, const std::string& path, std::string_
     status = std::max(status, kExitBadPackets);
     const Malformed m = describe_malformed(link, f, ec);
     out_line(o.json ? malformed_json(ref, m) : malformed_text(ref, m));
+  }
+  if (!reader->damaged().empty()) {
+    sinks.err("rocelab decode: " + name + ": damaged capture after frame " + std::to_string(t.frames) + ": " +
+              reader->damaged());
+    status = kExitUnreadable;
   }
   const bool known_link = wire::link_type_supported(link) || link == wire::kLinkTypeErf;
   if (o.json) {

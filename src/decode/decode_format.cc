@@ -4,17 +4,16 @@
 
 #include "decode/decode_mad.h"
 #include "decode/json_line.h"
+#include "present/fields.h"
+#include "present/headers.h"
 #include "wire/gsi.h"
 
 namespace rocelab::decode {
 
+using present::aeth_kind;
+using present::hex;
+using present::nak_name;
 using wire::Hdr;
-
-std::string hex(uint64_t v, int digits) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%0*llx", digits, static_cast<unsigned long long>(v));
-  return buf;
-}
 
 namespace {
 
@@ -24,20 +23,6 @@ std::string seconds(std::chrono::nanoseconds t) {
   std::snprintf(buf, sizeof buf, "%s%lld.%06lld", ns < 0 ? "-" : "", (ns < 0 ? -ns : ns) / 1000000000,
                 ((ns < 0 ? -ns : ns) % 1000000000) / 1000);
   return buf;
-}
-
-std::string_view aeth_kind(const wire::Aeth& a) {
-  switch (a.kind()) {
-    case wire::AckKind::kAck: return "ACK";
-    case wire::AckKind::kRnrNak: return "RNR NAK";
-    case wire::AckKind::kNak: return "NAK";
-    case wire::AckKind::kReserved: return "reserved";
-  }
-  return "reserved";
-}
-
-std::string_view nak_name(uint8_t code) {
-  return code <= 4 ? wire::to_string(static_cast<wire::NakCode>(code)) : "reserved";
 }
 
 std::string addr(const wire::IpUdpInfo& ip, bool src) {
@@ -81,61 +66,14 @@ Endpoints endpoints(const wire::IbFrame& f) {
   return {"LID " + std::to_string(f.lrh.slid), "LID " + std::to_string(f.lrh.dlid), nullptr, &f};
 }
 
-std::string aeth_text(const wire::Aeth& a) {
-  std::string s(aeth_kind(a));
-  switch (a.kind()) {
-    case wire::AckKind::kAck: s += " credits=" + std::to_string(a.value5()); break;
-    case wire::AckKind::kRnrNak:
-      s += " timer=" + std::to_string(a.value5()) + " (" +
-           std::to_string(wire::rnr_timer_us(a.value5())) + " us)";
-      break;
-    case wire::AckKind::kNak:
-      s += " " + std::to_string(a.value5()) + " (" + std::string(nak_name(a.value5())) + ")";
-      break;
-    case wire::AckKind::kReserved: s += " syndrome=" + hex(a.syndrome, 2); break;
-  }
-  return s;
-}
-
 std::string packet_text(const FrameRef& f, const Endpoints& e, const wire::RocePacket& p,
                         uint32_t icrc_computed) {
-  const wire::RoceHeaders& h = p.hdr;
-  const wire::OpInfo& info = h.info();
   char head[64];
   std::snprintf(head, sizeof head, "%6llu %s ", static_cast<unsigned long long>(f.frame),
                 seconds(f.rel).c_str());
   std::string s = head;
   s += e.src + " -> " + e.dst + " ";
-  s += info.name;
-  s += " QP=" + hex(h.bth.dest_qpn.value(), 6) + " PSN=" + std::to_string(h.bth.psn.value());
-  if (h.bth.ack_req) s += " A";
-  if (h.bth.se) s += " SE";
-  if (h.bth.mig_req) s += " M";
-  if (h.bth.fecn) s += " FECN";
-  if (h.bth.becn) s += " BECN";
-  if (h.bth.pkey != wire::kDefaultPkey) s += " P_Key=" + hex(h.bth.pkey, 4);
-  if (info.carries(Hdr::kDeth))
-    s += " DETH[qkey=" + hex(h.deth.qkey, 8) + " srcqp=" + hex(h.deth.src_qpn.value(), 6) + "]";
-  if (info.carries(Hdr::kXrcEth)) s += " XRCETH[srqn=" + hex(h.xrceth.srqn, 6) + "]";
-  if (info.carries(Hdr::kReth)) {
-    s += " RETH[va=" + hex(h.reth.va, 16) + " rkey=" + hex(h.reth.rkey, 8) +
-         " len=" + std::to_string(h.reth.dma_len) + "]";
-  }
-  if (info.carries(Hdr::kAtomicEth)) {
-    const auto& a = h.atomic_eth;
-    s += " AtomicETH[va=" + hex(a.va, 16) + " rkey=" + hex(a.rkey, 8);
-    if (info.code % 32 == wire::op::kRcCmpSwap) {
-      s += " swap=" + hex(a.swap_add) + " cmp=" + hex(a.compare) + "]";
-    } else {
-      s += " add=" + hex(a.swap_add) + "]";
-    }
-  }
-  if (info.carries(Hdr::kAeth))
-    s += " AETH[" + aeth_text(h.aeth) + " MSN=" + std::to_string(h.aeth.msn) + "]";
-  if (info.carries(Hdr::kAtomicAckEth))
-    s += " AtomicAckETH[orig=" + hex(h.atomic_ack_eth.orig) + "]";
-  if (info.carries(Hdr::kImmDt)) s += " ImmDt=" + hex(h.immdt.imm, 8);
-  if (info.carries(Hdr::kIeth)) s += " IETH[rkey=" + hex(h.ieth.rkey, 8) + "]";
+  s += present::header_line(p.hdr);
   s += " len=" + std::to_string(p.payload.size());
   if (wire::is_to_gsi(p)) s += mad_text(p.payload);
   if (p.icrc == icrc_computed) {

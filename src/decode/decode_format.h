@@ -45,9 +45,4 @@ std::string packet_json(const FrameRef& f, const Endpoints& e, const wire::RoceP
 std::string malformed_text(const FrameRef& f, const Malformed& m);
 std::string malformed_json(const FrameRef& f, const Malformed& m);
 
-// "0x" followed by at least `digits` lower-case hex digits.
-std::string hex(uint64_t v, int digits = 1);
-// "ACK credits=31", "NAK 0 (PSN sequence error)", "RNR NAK timer=14 (1280 us)".
-std::string aeth_text(const wire::Aeth& a);
-
 }  // namespace rocelab::decode

@@ -4,6 +4,7 @@
 
 #include "decode/decode_format.h"
 #include "decode/json_line.h"
+#include "present/fields.h"
 #include "wire/cm_mad.h"
 #include "wire/cma_hdr.h"
 
@@ -12,6 +13,7 @@ namespace rocelab::decode {
 namespace {
 
 using namespace wire;
+using present::hex;
 
 std::string_view msg_ref_name(CmMsgRef r) {
   switch (r) {

@@ -3,9 +3,12 @@
 #include <cstdio>
 
 #include "decode/json_line.h"
+#include "present/fields.h"
 
 namespace rocelab::decode {
 
+using present::aeth_text;
+using present::hex;
 using wire::OpClass;
 
 namespace {

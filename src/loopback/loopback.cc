@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "capture/pcap_writer.h"
 #include "emu/connect.h"
 #include "emu/device.h"
 #include "emu/records/event_log.h"
@@ -21,7 +22,6 @@
 #include "testbed/endpoint.h"
 #include "testbed/testbed.h"
 #include "wire/packet.h"
-#include "wire/pcap_writer.h"
 
 namespace rocelab::loopback {
 namespace {
@@ -156,7 +156,7 @@ class Loopback {
       if (!ok) throw std::invalid_argument("a " + o_.qp_type + " QP has no " + op + " operation");
     }
     bed_ = std::make_unique<testbed::Testbed>(sim() ? testbed::Net::kSim : testbed::Net::kUdp);
-    if (!o_.pcap.empty()) pcap_ = std::make_unique<wire::PcapWriter>(must(wire::PcapWriter::open(o_.pcap), "pcap"));
+    if (!o_.pcap.empty()) pcap_ = std::make_unique<capture::PcapWriter>(must(capture::PcapWriter::open(o_.pcap), "pcap"));
     if (!o_.events.empty()) log_ = must(EventLog::open(o_.events), "event log");
     if (!o_.fault_log.empty()) {
       fault_log_ = std::fopen(o_.fault_log.c_str(), "w");
@@ -441,7 +441,7 @@ class Loopback {
   Options o_;
   QpType type_ = QpType::kRC;
   std::unique_ptr<testbed::Testbed> bed_;
-  std::unique_ptr<wire::PcapWriter> pcap_;
+  std::unique_ptr<capture::PcapWriter> pcap_;
   std::vector<std::unique_ptr<PcapTap>> taps_;
   std::unique_ptr<EventLog> log_;
   std::vector<FaultInjector*> injectors_;  // owned by the devices

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "present/fields.h"
 #include "wire/aeth.h"
 
 namespace rocelab::replay {
@@ -123,9 +124,9 @@ std::string Comparer::describe(const Answer& a, bool covered) const {
     }
   }
   if (a.nak != 0xFF) {
-    s += " NAK " + std::string(wire::to_string(static_cast<wire::NakCode>(a.nak)));
+    s += " NAK " + std::string(present::nak_name(a.nak));
   } else if (a.rnr) {
-    s += " RNR NAK (timer " + std::to_string(a.rnr_timer) + ")";
+    s += " " + present::rnr_text(a.rnr_timer);
   } else if (a.plain_ack) {
     s += " ACK credits " + std::to_string(a.credits);
   }

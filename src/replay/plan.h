@@ -11,26 +11,17 @@
 #include <set>
 #include <string>
 
+#include "capture/frames.h"
+#include "present/fields.h"
 #include "replay/replay.h"
-#include "trace/capture.h"
 #include "wire/frame.h"
-#include "wire/pcap_reader.h"
 
 namespace rocelab::replay::detail {
 
 using wire::OpClass;
 
-inline std::string qpn_text(uint32_t q) {
-  char b[16];
-  std::snprintf(b, sizeof b, "0x%06x", q);
-  return b;
-}
-
-inline std::string rkey_text(uint32_t k) {
-  char b[16];
-  std::snprintf(b, sizeof b, "0x%08x", k);
-  return b;
-}
+using present::qpn_text;
+using present::rkey_text;
 
 struct ReadPass {
   bool ok = true;
@@ -44,7 +35,7 @@ template <class F>
 inline ReadPass for_each_packet(const std::string& path, F&& f) {
   ReadPass r;
   // The ICRC is not judged here: decode_frame need not compute it.
-  const trace::CaptureRead c = trace::for_each_roce_frame(path, false, &r.error, std::forward<F>(f));
+  const capture::CaptureRead c = capture::for_each_roce_frame(path, false, &r.error, std::forward<F>(f));
   r.ok = c.readable;
   r.damaged = c.damaged;
   r.frames = c.frames;

@@ -10,6 +10,7 @@
 #include <set>
 #include <vector>
 
+#include "capture/pcap_writer.h"
 #include "emu/connect.h"
 #include "emu/device.h"
 #include "emu/records/pcap_tap.h"
@@ -20,8 +21,6 @@
 #include "testbed/testbed.h"
 #include "wire/aeth.h"
 #include "wire/frame.h"
-#include "wire/pcap_reader.h"
-#include "wire/pcap_writer.h"
 
 namespace rocelab::replay {
 
@@ -137,11 +136,11 @@ ReplayResult replay_capture(const ReplayOptions& o) {
     resp_ip = wire::IpAddr::v4(10, 0, 0, 2);
   }
   // (Declared before the testbed: its device goes first, then the fabric, then the writer.)
-  std::optional<wire::PcapWriter> writer;
+  std::optional<capture::PcapWriter> writer;
   std::unique_ptr<emu::PcapTap> tap;
   if (!o.pcap.empty()) {
     std::string detail;
-    auto w = wire::PcapWriter::open(o.pcap, wire::PcapWriter::Options{}, &detail);
+    auto w = capture::PcapWriter::open(o.pcap, capture::PcapWriter::Options{}, &detail);
     if (!w) return fail(o.pcap + ": " + (detail.empty() ? w.error().message() : detail));
     writer.emplace(std::move(*w));
     tap = std::make_unique<emu::PcapTap>(*writer, emu::PcapTap::Dirs::kBoth);

@@ -5,10 +5,11 @@
 #include <set>
 #include <tuple>
 
+#include "capture/frames.h"
+#include "present/headers.h"
 #include "wire/cm_mad.h"
 #include "wire/frame.h"
 #include "wire/gsi.h"
-#include "wire/pcap_reader.h"
 
 namespace rocelab::sim {
 namespace {
@@ -57,10 +58,9 @@ std::string mad_label(std::span<const std::byte> mad, std::tuple<uint16_t, uint6
 }  // namespace
 
 bool ladder_from_capture(const std::string& path, size_t max_packets, CaptureLadder* out, std::string* error) {
-  std::string detail;
-  auto reader = wire::PcapReader::open(path, &detail);
+  auto reader = capture::FrameReader::open(path, error);
   if (!reader) {
-    *error = path + ": " + (detail.empty() ? reader.error().message() : detail);
+    *error = path + ": " + *error;
     return false;
   }
   const int link = reader->link_type();
@@ -74,14 +74,8 @@ bool ladder_from_capture(const std::string& path, size_t max_packets, CaptureLad
   std::set<std::tuple<int, uint32_t, uint32_t>> requests;  // (from, dest QPN, PSN) seen
   std::set<std::tuple<int, uint16_t, uint64_t, uint32_t>> mads;  // (from, attribute, TID, comm ID) seen
   std::chrono::nanoseconds t0{-1};
-  for (;;) {
-    auto f = reader->next(&detail);
-    if (!f) {
-      out->damaged = detail.empty() ? f.error().message() : detail;
-      break;
-    }
-    if (!*f) break;
-    const wire::CapturedFrame& cf = **f;
+  while (const capture::Frame* f = reader->next()) {
+    const capture::Frame& cf = *f;
     auto d = wire::decode_frame(link, cf.data);
     const bool roce_port = d || (d.error() != wire::WireErrc::kNotRoce &&
                                  d.error() != wire::WireErrc::kUnsupportedLinkType);
@@ -114,7 +108,7 @@ bool ladder_from_capture(const std::string& path, size_t max_packets, CaptureLad
     p.payload_len = static_cast<uint32_t>(d->roce.payload.size());
     p.ack_req = h.bth.ack_req;
     p.bad_icrc = !d->icrc_ok();
-    p.headers = header_lines(d->roce);
+    p.headers = present::header_lines(d->roce);
     if (h.info().carries(wire::Hdr::kAeth)) {
       p.aeth_syndrome = h.aeth.syndrome;
       p.msn = h.aeth.msn;
@@ -130,6 +124,7 @@ bool ladder_from_capture(const std::string& path, size_t max_packets, CaptureLad
     l.packets.push_back(p);
     l.entries.push_back({t, l.entries.size(), p.from, idx, {}});
   }
+  out->damaged = reader->damaged();
   return true;
 }
 

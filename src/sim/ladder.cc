@@ -3,33 +3,14 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "present/fields.h"
+#include "present/headers.h"
 #include "wire/aeth.h"
 #include "wire/packet.h"
 
 namespace rocelab::sim {
 
 namespace {
-
-std::string aeth_text(uint8_t syndrome, uint32_t msn) {
-  const wire::Aeth a{syndrome, msn};
-  char buf[96];
-  switch (a.kind()) {
-    case wire::AckKind::kAck:
-      std::snprintf(buf, sizeof buf, "ACK msn %u", msn);
-      break;
-    case wire::AckKind::kRnrNak:
-      std::snprintf(buf, sizeof buf, "RNR NAK %.2f ms", wire::rnr_timer_us(a.value5()) / 1000.0);
-      break;
-    case wire::AckKind::kNak:
-      std::snprintf(buf, sizeof buf, "NAK %s",
-                    std::string(wire::to_string(static_cast<wire::NakCode>(a.value5()))).c_str());
-      break;
-    case wire::AckKind::kReserved:
-      std::snprintf(buf, sizeof buf, "syndrome 0x%02x", syndrome);
-      break;
-  }
-  return buf;
-}
 
 // Terminal cells: one UTF-8 character each.
 using Row = std::vector<std::string>;
@@ -104,58 +85,6 @@ constexpr size_t kMinLaneWidth = 60;
 
 }  // namespace
 
-std::string header_lines(const wire::RocePacket& p) {
-  const wire::RoceHeaders& h = p.hdr;
-  const wire::OpInfo& info = h.info();
-  char b[256];
-  std::snprintf(b, sizeof b,
-                "BTH    opcode 0x%02x (%s) se %d m %d pad %u tver %u pkey 0x%04x fecn %d becn %d "
-                "dest_qp 0x%06x a %d psn %u\n",
-                h.bth.opcode, info.valid ? std::string(info.name).c_str() : "?", h.bth.se, h.bth.mig_req,
-                h.bth.pad_count, h.bth.tver, h.bth.pkey, h.bth.fecn, h.bth.becn, h.bth.dest_qpn.value(),
-                h.bth.ack_req, h.bth.psn.value());
-  std::string s = b;
-  if (info.carries(wire::Hdr::kXrcEth)) {
-    std::snprintf(b, sizeof b, "XRCETH srq 0x%06x\n", h.xrceth.srqn);
-    s += b;
-  }
-  if (info.carries(wire::Hdr::kDeth)) {
-    std::snprintf(b, sizeof b, "DETH   qkey 0x%08x src_qp 0x%06x\n", h.deth.qkey, h.deth.src_qpn.value());
-    s += b;
-  }
-  if (info.carries(wire::Hdr::kReth)) {
-    std::snprintf(b, sizeof b, "RETH   va 0x%016llx rkey 0x%08x len %u\n",
-                  static_cast<unsigned long long>(h.reth.va), h.reth.rkey, h.reth.dma_len);
-    s += b;
-  }
-  if (info.carries(wire::Hdr::kAtomicEth)) {
-    std::snprintf(b, sizeof b, "AtomicETH va 0x%016llx rkey 0x%08x swap/add %llu compare %llu\n",
-                  static_cast<unsigned long long>(h.atomic_eth.va), h.atomic_eth.rkey,
-                  static_cast<unsigned long long>(h.atomic_eth.swap_add),
-                  static_cast<unsigned long long>(h.atomic_eth.compare));
-    s += b;
-  }
-  if (info.carries(wire::Hdr::kAeth)) {
-    std::snprintf(b, sizeof b, "AETH   syndrome 0x%02x (%s) msn %u\n", h.aeth.syndrome,
-                  aeth_text(h.aeth.syndrome, h.aeth.msn).c_str(), h.aeth.msn);
-    s += b;
-  }
-  if (info.carries(wire::Hdr::kAtomicAckEth)) {
-    std::snprintf(b, sizeof b, "AtomicAckETH orig %llu\n", static_cast<unsigned long long>(h.atomic_ack_eth.orig));
-    s += b;
-  }
-  if (info.carries(wire::Hdr::kImmDt)) {
-    std::snprintf(b, sizeof b, "ImmDt  0x%08x\n", h.immdt.imm);
-    s += b;
-  }
-  if (info.carries(wire::Hdr::kIeth)) {
-    std::snprintf(b, sizeof b, "IETH   rkey 0x%08x\n", h.ieth.rkey);
-    s += b;
-  }
-  std::snprintf(b, sizeof b, "payload %zu bytes, ICRC 0x%08x\n", p.payload.size(), p.icrc);
-  return s + b;
-}
-
 std::string LadderPacket::label() const {
   const wire::OpInfo& info = wire::op_info(opcode);
   std::string s;
@@ -167,7 +96,7 @@ std::string LadderPacket::label() const {
     if (ack_req) s += " AckReq";
     if (payload_len != 0) s += " len " + std::to_string(payload_len);
   }
-  if (aeth_syndrome) s += " " + aeth_text(*aeth_syndrome, msn);
+  if (aeth_syndrome) s += " " + present::aeth_brief(wire::Aeth{*aeth_syndrome, msn});
   if (retransmission) s += " (again)";
   if (delayed) s += " (delayed)";
   if (corrupted) s += " (corrupted)";
@@ -402,7 +331,7 @@ void LadderRecorder::on_packet(int lane, emu::Direction dir, Nanos t, const emu:
     p.dest_qpn = h.bth.dest_qpn.value();
     p.payload_len = len;
     p.ack_req = h.bth.ack_req;
-    p.headers = header_lines(*pkt);
+    p.headers = present::header_lines(*pkt);
     if (h.info().carries(wire::Hdr::kAeth)) {
       p.aeth_syndrome = h.aeth.syndrome;
       p.msn = h.aeth.msn;

@@ -34,7 +34,7 @@ struct LadderPacket {
   bool retransmission = false;
   bool corrupted = false, delayed = false;  // by the fault injector
   bool bad_icrc = false;                     // (captures) the ICRC does not match
-  std::string headers;        // every header field, a line per header (header_lines)
+  std::string headers;        // every header field, a line per header (present::header_lines)
   uint8_t opcode = 0;
   uint32_t psn = 0, dest_qpn = 0, payload_len = 0;
   bool ack_req = false;
@@ -80,9 +80,6 @@ std::string render_svg(const Ladder& l);
 // packet's headers, each QP's state, PSNs and queues, the CQs and the
 // counters. `#step=N` (1-based) in the URL opens step N.
 std::string render_html(const Ladder& l, const std::string& title);
-
-// Every header of a RoCEv2 packet, a line each ("BTH opcode 0x06 ...").
-std::string header_lines(const wire::RocePacket& p);
 
 // Records a simulation into a Ladder: install tap(i)/sink(i) on node i's
 // device. Packets sent are matched to packets received (by source, destination,

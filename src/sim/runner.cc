@@ -6,13 +6,13 @@
 #include <optional>
 #include <memory>
 
+#include "capture/pcap_writer.h"
 #include "emu/connect.h"
 #include "emu/records/event_log.h"
 #include "emu/records/pcap_tap.h"
 #include "sim/fsm.h"
 #include "sim/names.h"
 #include "testbed/testbed.h"
-#include "wire/pcap_writer.h"
 
 namespace rocelab::sim {
 
@@ -123,7 +123,7 @@ class Run {
   const LoadedScenario& sc_;
   SimResult& out_;
   LadderRecorder rec_;
-  std::unique_ptr<wire::PcapWriter> pcap_;
+  std::unique_ptr<capture::PcapWriter> pcap_;
   std::vector<std::unique_ptr<PcapTap>> pcap_taps_;
   std::unique_ptr<EventLog> log_;
   std::unique_ptr<Testbed> bed_;  // after what its devices report to
@@ -144,12 +144,12 @@ bool Run::setup(const SimOptions& opt, std::string* error) {
   fc.link_bits_per_sec = s.fabric().link_bits_per_sec();
   bed_ = std::make_unique<Testbed>(Net::kSim, fc);
   if (!opt.pcap_path.empty()) {
-    auto w = wire::PcapWriter::open(opt.pcap_path);
+    auto w = capture::PcapWriter::open(opt.pcap_path);
     if (!w) {
       *error = opt.pcap_path + ": " + w.error().message();
       return false;
     }
-    pcap_ = std::make_unique<wire::PcapWriter>(std::move(*w));
+    pcap_ = std::make_unique<capture::PcapWriter>(std::move(*w));
   }
   if (!opt.events_path.empty()) {
     auto l = EventLog::open(opt.events_path);

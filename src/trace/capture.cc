@@ -4,7 +4,7 @@ namespace rocelab::trace {
 
 CaptureRead analyze_capture(const std::string& path, Analyzer& an, std::string* error) {
   std::string src, dst;
-  return for_each_roce_frame(path, true, error, [&](uint64_t number, auto ts, const wire::DecodedFrame& d) {
+  return capture::for_each_roce_frame(path, true, error, [&](uint64_t number, auto ts, const wire::DecodedFrame& d) {
     src = d.ip.info.src.to_string();
     dst = d.ip.info.dst.to_string();
     TracePacket tp;

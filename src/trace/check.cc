@@ -4,12 +4,14 @@
 #include <array>
 #include <cstdio>
 
+#include "present/fields.h"
 #include "wire/aeth.h"
 
 namespace rocelab::trace {
 
 namespace {
 
+using present::qpn_text;
 using wire::OpClass;
 using wire::Psn;
 
@@ -17,12 +19,6 @@ using wire::Psn;
 // timeout >= 1): the same request seen again sooner was not retransmitted by
 // the requester but duplicated by the network.
 constexpr Nanos kMinTimeout{8192};
-
-std::string qpn_text(uint32_t q) {
-  char b[16];
-  std::snprintf(b, sizeof b, "0x%06x", q);
-  return b;
-}
 
 std::string us(Nanos t) {
   char b[32];

@@ -100,13 +100,13 @@ wire::Result<std::unique_ptr<DeviceTaps>> make_taps(const DeviceConfig& dev, con
   };
   if (!cfg.pcap_path.empty()) {
     std::string path = path_for(cfg.pcap_path), detail;
-    auto w = wire::PcapWriter::open(path, wire::PcapWriter::Options{}, &detail);
+    auto w = capture::PcapWriter::open(path, capture::PcapWriter::Options{}, &detail);
     if (!w) {
       std::fprintf(stderr, "rocelab shim: cannot write %s: %s\n", path.c_str(),
                    detail.empty() ? w.error().message().c_str() : detail.c_str());
       return w.error();
     }
-    taps->pcap_file = std::make_unique<wire::PcapWriter>(std::move(*w));
+    taps->pcap_file = std::make_unique<capture::PcapWriter>(std::move(*w));
     taps->pcap = std::make_unique<emu::PcapTap>(*taps->pcap_file, emu::PcapTap::Dirs::kBoth,
                                                 clock_offset);
   }

@@ -4,12 +4,12 @@
 #pragma once
 #include <memory>
 
+#include "capture/pcap_writer.h"
 #include "emu/records.h"
 #include "emu/records/pcap_tap.h"
 #include "emu/transport/transport.h"
 #include "verbs_shim/config.h"
 #include "wire/error.h"
-#include "wire/pcap_writer.h"
 
 namespace rocelab::verbs_shim {
 
@@ -25,7 +25,7 @@ struct EventLogCloser {
 // ROCELAB_PCAP and ROCELAB_EVENTS for one device. Members are destroyed
 // bottom-up: the tap before the file it writes to.
 struct DeviceTaps {
-  std::unique_ptr<wire::PcapWriter> pcap_file;
+  std::unique_ptr<capture::PcapWriter> pcap_file;
   std::unique_ptr<emu::PcapTap> pcap;  // null unless ROCELAB_PCAP is set
   std::unique_ptr<void, EventLogCloser> log;  // events_plugin.h; null unless ROCELAB_EVENTS
   emu::EventSink* events = nullptr;           // owned by log

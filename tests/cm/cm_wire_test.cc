@@ -56,7 +56,7 @@ TEST(CmWire, TsharkReadsARealUdpConnectAndDisconnectFieldByField) {
     aguid = a.dev->node_guid();
     bguid = b.dev->node_guid();
     baddr = b.addr();
-    auto pcap = wire::PcapWriter::open(path);
+    auto pcap = capture::PcapWriter::open(path);
     ASSERT_TRUE(pcap);
     emu::PcapTap tap(*pcap, emu::PcapTap::Dirs::kBoth);
     a.dev->set_tap(&tap);

@@ -24,7 +24,7 @@ TEST(MwWire, TsharkReadsTheIethOfASendWithInvalidate) {
     Env env(Net::kSim);
     Node a = env.make_node(1, QpType::kRC, 8192, kAll);
     Node b = env.make_node(2, QpType::kRC, 8192, kAll);
-    auto pcap = wire::PcapWriter::open(path);
+    auto pcap = capture::PcapWriter::open(path);
     ASSERT_TRUE(pcap);
     PcapTap tap_a(*pcap, PcapTap::Dirs::kTx), tap_b(*pcap, PcapTap::Dirs::kTx);
     ASSERT_FALSE(connect_pair(*a.dev, *a.qp, *b.dev, *b.qp, ConnectOptions{}));

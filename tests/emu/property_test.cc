@@ -17,11 +17,11 @@
 #include <map>
 #include <thread>
 
+#include "capture/pcap_writer.h"
 #include "emu/records/pcap_tap.h"
 #include "tests/emu/pair.h"
 #include "tests/emu/property_check.h"
 #include "tests/emu/property_workload.h"
-#include "wire/pcap_writer.h"
 
 namespace rocelab::emu::test {
 namespace {
@@ -546,9 +546,9 @@ TEST(RcPropertyCheck, CatchesDuplicatedReorderedExtraAndLostDeliveries) {
 std::string capture(uint64_t seed, const std::string& path) {
   const Scenario sc = make_scenario(seed, limits(Net::kSim));
   {
-    wire::PcapWriter::Options opt;
+    capture::PcapWriter::Options opt;
     opt.nanosecond = true;
-    auto w = wire::PcapWriter::open(path, opt);
+    auto w = capture::PcapWriter::open(path, opt);
     EXPECT_TRUE(w.ok()) << path;
     if (!w) return "";
     PcapTap ta(*w, PcapTap::Dirs::kTx), tb(*w, PcapTap::Dirs::kTx);

@@ -63,7 +63,7 @@ TEST(Records, EventLogAndPcapOfOneWrite) {
     Node b = env.make_node(2, QpType::kRC, 8192, kAll);
     auto log = EventLog::open(ev_path);
     ASSERT_TRUE(log);
-    auto pcap = wire::PcapWriter::open(pcap_path);
+    auto pcap = capture::PcapWriter::open(pcap_path);
     ASSERT_TRUE(pcap);
     PcapTap tap_a(*pcap, PcapTap::Dirs::kTx), tap_b(*pcap, PcapTap::Dirs::kTx);
     a.dev->set_event_sink((*log)->sink_for("A"));

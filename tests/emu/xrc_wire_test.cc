@@ -57,7 +57,7 @@ TEST(XrcWire, TsharkReadsXrcSendsTheirXrcethAndTheTargetsAcks) {
     Sge rs{reinterpret_cast<uint64_t>(bbuf.data()), 4096, bmr->lkey()};
     RecvWr rw{9, std::span<const Sge>(&rs, 1)};
     ASSERT_FALSE(srq->post_recv(std::span<const RecvWr>(&rw, 1), nullptr));
-    auto pcap = wire::PcapWriter::open(path);
+    auto pcap = capture::PcapWriter::open(path);
     ASSERT_TRUE(pcap);
     PcapTap tap_a(*pcap, PcapTap::Dirs::kTx), tap_b(*pcap, PcapTap::Dirs::kTx);
     a->set_tap(&tap_a);

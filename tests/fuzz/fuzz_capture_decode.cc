@@ -1,4 +1,4 @@
-// Fuzz target: a capture file through libpcap (wire::PcapReader) and the whole
+// Fuzz target: a capture file through libpcap (capture::PcapReader) and the whole
 // of `rocelab decode` (src/decode: per-packet text and JSON lines, malformed
 // packets, the per-file tally, the per-QP summary). The input is the file.
 //

@@ -1,5 +1,5 @@
 // Fuzz target: capture reading and everything that judges or draws a capture —
-// libpcap through wire::PcapReader, wire::decode_frame, `rocelab check`'s
+// libpcap through capture::PcapReader, wire::decode_frame, `rocelab check`'s
 // Analyzer (src/trace) and `rocelab ladder`'s drawing (src/sim). The input is
 // a capture file (the seeds are make_seeds' captures). No crash, no hang,
 // nothing read outside a buffer.

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "capture/pcap_writer.h"
 #include "tests/fuzz/victim.h"
 #include "wire/frame.h"
 #include "wire/packet.h"
-#include "wire/pcap_writer.h"
 
 namespace {
 
@@ -128,7 +128,7 @@ void capture_decode(const fs::path& tmp) {
   for (const Cap c : {Cap{"rc-ipv4.pcap", false, false, 1}, Cap{"rc-ipv6.pcap", true, false, 1},
                       Cap{"raw-ipv4-ns.pcap", false, true, 12}}) {
     const fs::path path = g_out / "capture_decode" / c.name;
-    auto w = wire::PcapWriter::open(path.string(), {c.link, 65535, c.nanosecond});
+    auto w = capture::PcapWriter::open(path.string(), {c.link, 65535, c.nanosecond});
     if (!w) continue;
     // A short RC conversation: SEND, WRITE, READ request and response, an
     // atomic and its ACK, an ACK, a NAK; one packet with a bad ICRC.

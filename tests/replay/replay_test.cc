@@ -14,15 +14,16 @@
 #include <string>
 #include <vector>
 
+#include "capture/pcap_reader.h"
+#include "capture/pcap_writer.h"
 #include "tests/wire/run_util.h"
 #include "wire/frame.h"
-#include "wire/pcap_reader.h"
-#include "wire/pcap_writer.h"
 
 namespace rocelab::replay::test {
 namespace {
 
 using namespace wire;
+using namespace capture;
 using wire::testutil::quote;
 using wire::testutil::run;
 

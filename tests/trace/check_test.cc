@@ -8,17 +8,18 @@
 #include <string>
 #include <vector>
 
+#include "capture/pcap_writer.h"
 #include "tests/wire/run_util.h"
 #include "trace/rules.h"
 #include "wire/byte_order.h"
 #include "wire/frame.h"
 #include "wire/icrc.h"
-#include "wire/pcap_writer.h"
 
 namespace rocelab::trace::test {
 namespace {
 
 using namespace wire;
+using namespace capture;
 using wire::testutil::run;
 using wire::testutil::quote;
 

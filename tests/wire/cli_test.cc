@@ -3,14 +3,16 @@
 // reproducibility of traces/opcodes.pcap. Label "tools" (runs rocelab, tshark, python).
 #include <gtest/gtest.h>
 
+#include "capture/pcap_reader.h"
+#include "capture/pcap_writer.h"
 #include "tests/wire/run_util.h"
 #include "wire/frame.h"
 #include "wire/ib_native.h"
-#include "wire/pcap_reader.h"
-#include "wire/pcap_writer.h"
 
 namespace rocelab::wire {
 namespace {
+
+using capture::PcapWriter;
 
 using namespace testutil;
 

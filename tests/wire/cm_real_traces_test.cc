@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "capture/pcap_reader.h"
 #include "tests/external.h"
 #include "tests/wire/run_util.h"
 #include "tests/wire/tshark_fields.h"
@@ -18,10 +19,11 @@
 #include "wire/cma_hdr.h"
 #include "wire/gsi.h"
 #include "wire/ib_native.h"
-#include "wire/pcap_reader.h"
 
 namespace rocelab::wire {
 namespace {
+
+using capture::PcapReader;
 
 using namespace testutil;
 namespace fs = std::filesystem;

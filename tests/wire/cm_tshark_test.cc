@@ -9,15 +9,17 @@
 
 #include <map>
 
+#include "capture/pcap_writer.h"
 #include "tests/wire/run_util.h"
 #include "tests/wire/tshark_fields.h"
 #include "wire/cm_mad.h"
 #include "wire/cma_hdr.h"
 #include "wire/gsi.h"
-#include "wire/pcap_writer.h"
 
 namespace rocelab::wire {
 namespace {
+
+using capture::PcapWriter;
 
 using namespace testutil;
 

@@ -8,13 +8,16 @@
 #include <string>
 #include <vector>
 
+#include "capture/pcap_reader.h"
+#include "capture/pcap_writer.h"
 #include "wire/byte_order.h"
 #include "wire/frame.h"
-#include "wire/pcap_reader.h"
-#include "wire/pcap_writer.h"
 
 namespace rocelab::wire {
 namespace {
+
+using capture::PcapReader;
+using capture::PcapWriter;
 
 using namespace std::chrono_literals;
 

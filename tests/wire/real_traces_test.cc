@@ -7,14 +7,16 @@
 #include <map>
 #include <string>
 
+#include "capture/pcap_reader.h"
 #include "tests/external.h"
 #include "wire/frame.h"
-#include "wire/icrc.h"
 #include "wire/ib_native.h"
-#include "wire/pcap_reader.h"
+#include "wire/icrc.h"
 
 namespace rocelab::wire {
 namespace {
+
+using capture::PcapReader;
 
 namespace fs = std::filesystem;
 

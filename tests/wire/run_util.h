@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "capture/pcap_reader.h"
 #include "wire/frame.h"
-#include "wire/pcap_reader.h"
 
 namespace rocelab::wire::testutil {
 
@@ -64,7 +64,7 @@ inline std::vector<std::string> split(const std::string& s, char sep) {
 
 inline std::vector<DecodedFrame> decode_file(const std::string& path, std::vector<std::string>& storage) {
   std::vector<DecodedFrame> out;
-  auto r = PcapReader::open(path);
+  auto r = capture::PcapReader::open(path);
   EXPECT_TRUE(r) << path;
   if (!r) return out;
   storage.reserve(1024);  // frames point into storage: no reallocation

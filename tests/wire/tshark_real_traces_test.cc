@@ -3,15 +3,17 @@
 // folder is absent, as in a user's clone).
 #include <gtest/gtest.h>
 
+#include "capture/pcap_reader.h"
 #include "tests/external.h"
 #include "tests/wire/run_util.h"
 #include "tests/wire/tshark_fields.h"
 #include "wire/frame.h"
 #include "wire/ib_native.h"
-#include "wire/pcap_reader.h"
 
 namespace rocelab::wire {
 namespace {
+
+using capture::PcapReader;
 
 using namespace testutil;
 

@@ -4,12 +4,12 @@
 // failure, not a skip.
 #include <gtest/gtest.h>
 
+#include "capture/pcap_reader.h"
+#include "capture/pcap_writer.h"
 #include "tests/wire/run_util.h"
 #include "tests/wire/tshark_fields.h"
 #include "wire/frame.h"
 #include "wire/ib_native.h"
-#include "wire/pcap_reader.h"
-#include "wire/pcap_writer.h"
 
 namespace rocelab::wire {
 namespace {

@@ -1,8 +1,8 @@
-// A PacketTap that writes to a wire::PcapWriter (Ethernet + IP + UDP headers
+// A PacketTap that writes to a capture::PcapWriter (Ethernet + IP + UDP headers
 // synthesized around each RoCEv2 packet, see pcap_writer.h).
 #pragma once
+#include "capture/pcap_writer.h"
 #include "emu/records.h"
-#include "wire/pcap_writer.h"
 
 namespace rocelab::emu {
 
@@ -13,14 +13,14 @@ class PcapTap final : public PacketTap {
   enum class Dirs { kTx, kRx, kBoth };
   // offset is added to the transport clock for the pcap timestamp (e.g. to turn
   // the steady clock into wall-clock time).
-  PcapTap(wire::PcapWriter& writer, Dirs dirs, Nanos offset = Nanos(0))
+  PcapTap(capture::PcapWriter& writer, Dirs dirs, Nanos offset = Nanos(0))
       : writer_(writer), dirs_(dirs), offset_(offset) {}
   void on_packet(Direction dir, Nanos time, const Datagram& d) override;
   void on_batch_end() override;
   uint64_t errors() const { return errors_; }
 
  private:
-  wire::PcapWriter& writer_;
+  capture::PcapWriter& writer_;
   Dirs dirs_;
   Nanos offset_;
   uint64_t errors_ = 0;

@@ -1,8 +1,7 @@
 // A live capture for wire tests: dumpcap on an interface with a BPF filter,
-// written as a pcap file and read back with libpcap.
+// written as a pcap file and read back with capture::FrameReader.
 #pragma once
 #include <fcntl.h>
-#include <pcap/pcap.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <stdlib.h>
@@ -16,6 +15,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "capture/frames.h"
 
 namespace rocelab::emu::test {
 
@@ -109,23 +110,13 @@ class Capture {
     pid_ = -1;
   }
 
-  // The captured frames and the link type, read with libpcap.
+  // The captured frames and the link type.
   std::vector<CapturedPacket> read(int& link_type) {
     std::vector<CapturedPacket> out;
-    char err[PCAP_ERRBUF_SIZE];
-    pcap_t* p = pcap_open_offline(file_.c_str(), err);
-    if (p == nullptr) {
-      error_ = err;
-      return out;
-    }
-    link_type = pcap_datalink(p);
-    pcap_pkthdr* h;
-    const u_char* data;
-    while (pcap_next_ex(p, &h, &data) == 1) {
-      const auto* b = reinterpret_cast<const std::byte*>(data);
-      out.push_back({std::vector<std::byte>(b, b + h->caplen)});
-    }
-    pcap_close(p);
+    auto r = capture::FrameReader::open(file_, &error_);
+    if (!r) return out;
+    link_type = r->link_type();
+    while (const capture::Frame* f = r->next()) out.push_back({{f->data.begin(), f->data.end()}});
     return out;
   }
 

@@ -1,5 +1,7 @@
 // PcapWriter / PcapReader: what the writer puts in a file, libpcap reads back
 // byte for byte, with its timestamps; concurrent writers lose nothing.
+// FrameReader: frames numbered from 1, and the end of a damaged file told apart
+// from the end of a whole one.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -9,12 +11,15 @@
 #include <thread>
 #include <vector>
 
+#include "capture/frames.h"
+#include "capture/pcap_reader.h"
+#include "capture/pcap_writer.h"
 #include "wire/frame.h"
-#include "wire/pcap_reader.h"
-#include "wire/pcap_writer.h"
 
-namespace rocelab::wire {
+namespace rocelab::capture {
 namespace {
+
+using namespace wire;
 
 using namespace std::chrono_literals;
 
@@ -172,5 +177,71 @@ TEST(PcapIo, OpenErrorsAreTyped) {
   EXPECT_EQ(nodir.error(), std::error_code(ENOENT, std::generic_category()));
 }
 
+TEST(FrameReader, NumbersFramesAndTellsDamageFromTheEnd) {
+  const std::string path = temp_path("frames.pcap");
+  {
+    auto w = PcapWriter::open(path);
+    ASSERT_TRUE(w);
+    for (uint32_t psn = 0; psn < 3; ++psn) {
+      IpUdpInfo ip;
+      auto pkt = send_only(ip, psn, 8 + psn);
+      ASSERT_FALSE(w->write_roce(std::chrono::seconds(psn), ip, pkt));
+    }
+  }
+  std::string error;
+  auto r = FrameReader::open(path, &error);
+  ASSERT_TRUE(r) << error;
+  uint64_t n = 0;
+  while (const Frame* f = r->next()) {
+    ++n;
+    EXPECT_EQ(f->number, n);
+    EXPECT_EQ(f->ts, std::chrono::seconds(n - 1));
+  }
+  EXPECT_EQ(n, 3u);
+  EXPECT_EQ(r->frames(), 3u);
+  EXPECT_EQ(r->damaged(), "");
+  EXPECT_EQ(r->next(), nullptr);  // stays at the end
+
+  // The same file cut in the middle of its last record: two frames, then the damage.
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() - 5);
+  auto cut = FrameReader::open(path, &error);
+  ASSERT_TRUE(cut) << error;
+  n = 0;
+  while (cut->next() != nullptr) ++n;
+  EXPECT_EQ(n, 2u);
+  EXPECT_EQ(cut->frames(), 2u);
+  EXPECT_NE(cut->damaged(), "");
+  EXPECT_EQ(cut->next(), nullptr);
+
+  // Counting RoCEv2 packets over the same reader.
+  const CaptureRead c = for_each_roce_frame(path, true, &error, [&](uint64_t no, auto, const DecodedFrame& d) {
+    EXPECT_EQ(d.roce.hdr.bth.psn.value(), no - 1);
+    EXPECT_TRUE(d.icrc_ok());
+  });
+  EXPECT_TRUE(c.readable);
+  EXPECT_EQ(c.frames, 2u);
+  EXPECT_EQ(c.packets, 2u);
+  EXPECT_EQ(c.damaged, cut->damaged());
+  ::unlink(path.c_str());
+}
+
+TEST(FrameReader, SaysWhyAFileIsNotACapture) {
+  std::string error;
+  EXPECT_FALSE(FrameReader::open(temp_path("does-not-exist.pcap"), &error));
+  EXPECT_EQ(error, std::error_code(ENOENT, std::generic_category()).message());
+
+  const std::string text = temp_path("not-a-capture.txt");
+  std::ofstream(text) << "hello, this is not a capture file\n";
+  EXPECT_FALSE(FrameReader::open(text, &error));
+  // Ours, then libpcap's own words.
+  EXPECT_EQ(error.rfind(make_error_code(WireErrc::kNotCapture).message() + " (", 0), 0u) << error;
+  ::unlink(text.c_str());
+}
+
 }  // namespace
-}  // namespace rocelab::wire
+}  // namespace rocelab::capture

@@ -22,7 +22,7 @@
 #include "wire/error.h"
 #include "wire/ip_udp.h"
 
-namespace rocelab::wire {
+namespace rocelab::capture {
 
 class PcapWriter {
  public:
@@ -34,9 +34,9 @@ class PcapWriter {
 
   // Creates (truncates) path. Errors: the errno of fopen (std::generic_category),
   // or kPcapIo when libpcap refuses; *detail gets libpcap's text when given.
-  static Result<PcapWriter> open(const std::string& path, Options opt,
+  static wire::Result<PcapWriter> open(const std::string& path, Options opt,
                                  std::string* detail = nullptr);
-  static Result<PcapWriter> open(const std::string& path) { return open(path, Options{}); }
+  static wire::Result<PcapWriter> open(const std::string& path) { return open(path, Options{}); }
 
   PcapWriter(PcapWriter&&) noexcept;
   PcapWriter& operator=(PcapWriter&&) noexcept;
@@ -54,7 +54,7 @@ class PcapWriter {
   // For Wireshark to decode the packet one of the UDP ports must be 4791 and the
   // other one higher (it tries the lower port first): use sport >= 49152.
   // Errors: kClosed, kOversized (udp_payload > kMaxRoceLen), kUnsupportedLinkType.
-  std::error_code write_roce(std::chrono::nanoseconds ts, const IpUdpInfo& ip,
+  std::error_code write_roce(std::chrono::nanoseconds ts, const wire::IpUdpInfo& ip,
                              std::span<const std::byte> udp_payload);
 
   // Pushes buffered packets to the file (pcap_dump_flush; nothing to do when
@@ -75,4 +75,4 @@ class PcapWriter {
   std::unique_ptr<State> s_;
 };
 
-}  // namespace rocelab::wire
+}  // namespace rocelab::capture

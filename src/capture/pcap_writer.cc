@@ -1,4 +1,4 @@
-#include "wire/pcap_writer.h"
+#include "capture/pcap_writer.h"
 
 #include <pcap/pcap.h>
 
@@ -12,7 +12,10 @@
 #include "wire/frame.h"
 #include "wire/write_barrier.h"
 
-namespace rocelab::wire {
+namespace rocelab::capture {
+
+// The frame around a RoCEv2 packet is built with src/wire's header writers.
+using namespace wire;
 
 struct PcapWriter::State {
   std::mutex mu;
@@ -73,7 +76,7 @@ PcapWriter::PcapWriter(PcapWriter&&) noexcept = default;
 PcapWriter& PcapWriter::operator=(PcapWriter&&) noexcept = default;
 PcapWriter::~PcapWriter() = default;
 
-Result<PcapWriter> PcapWriter::open(const std::string& path, Options opt, std::string* detail) {
+wire::Result<PcapWriter> PcapWriter::open(const std::string& path, Options opt, std::string* detail) {
   auto s = std::make_unique<State>();
   s->opt = opt;
   s->dead = pcap_open_dead_with_tstamp_precision(
@@ -108,7 +111,7 @@ std::error_code PcapWriter::write(std::chrono::nanoseconds ts, std::span<const s
   return {};
 }
 
-std::error_code PcapWriter::write_roce(std::chrono::nanoseconds ts, const IpUdpInfo& ip,
+std::error_code PcapWriter::write_roce(std::chrono::nanoseconds ts, const wire::IpUdpInfo& ip,
                                        std::span<const std::byte> udp_payload) {
   if (!s_) return WireErrc::kClosed;
   if (udp_payload.size() > kMaxRoceLen) return WireErrc::kOversized;
@@ -155,4 +158,4 @@ uint64_t PcapWriter::packets() const {
   return s_->packets;
 }
 
-}  // namespace rocelab::wire
+}  // namespace rocelab::capture

@@ -15,7 +15,7 @@
 
 #include "wire/error.h"
 
-namespace rocelab::wire {
+namespace rocelab::capture {
 
 struct CapturedFrame {
   std::chrono::nanoseconds ts{0};    // since the Unix epoch, as the capture says
@@ -28,7 +28,7 @@ class PcapReader {
   // Errors: the errno of fopen (std::generic_category) for a missing or
   // unreadable file, kNotCapture when libpcap does not recognize the format.
   // *detail gets the system's or libpcap's text when given.
-  static Result<PcapReader> open(const std::string& path, std::string* detail = nullptr);
+  static wire::Result<PcapReader> open(const std::string& path, std::string* detail = nullptr);
 
   PcapReader(PcapReader&&) noexcept;
   PcapReader& operator=(PcapReader&&) noexcept;
@@ -41,7 +41,7 @@ class PcapReader {
 
   // The next frame, std::nullopt at the end of the file. Errors: kPcapIo for a
   // damaged or truncated file (*detail gets libpcap's text), kClosed.
-  Result<std::optional<CapturedFrame>> next(std::string* detail = nullptr);
+  wire::Result<std::optional<CapturedFrame>> next(std::string* detail = nullptr);
 
  private:
   struct State;
@@ -49,4 +49,4 @@ class PcapReader {
   std::unique_ptr<State> s_;
 };
 
-}  // namespace rocelab::wire
+}  // namespace rocelab::capture

@@ -1,4 +1,4 @@
-#include "wire/pcap_reader.h"
+#include "capture/pcap_reader.h"
 
 #include <pcap/pcap.h>
 
@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <cstring>
 
-namespace rocelab::wire {
+namespace rocelab::capture {
+
+using wire::WireErrc;
 
 struct PcapReader::State {
   pcap_t* p = nullptr;
@@ -20,7 +22,7 @@ PcapReader::PcapReader(PcapReader&&) noexcept = default;
 PcapReader& PcapReader::operator=(PcapReader&&) noexcept = default;
 PcapReader::~PcapReader() = default;
 
-Result<PcapReader> PcapReader::open(const std::string& path, std::string* detail) {
+wire::Result<PcapReader> PcapReader::open(const std::string& path, std::string* detail) {
   // fopen ourselves so that a missing file reports its errno, not a format error.
   FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) {
@@ -49,7 +51,7 @@ std::string PcapReader::link_type_name() const {
   return name != nullptr ? name : "DLT " + std::to_string(dlt);
 }
 
-Result<std::optional<CapturedFrame>> PcapReader::next(std::string* detail) {
+wire::Result<std::optional<CapturedFrame>> PcapReader::next(std::string* detail) {
   if (!s_) return WireErrc::kClosed;
   pcap_pkthdr* h = nullptr;
   const u_char* data = nullptr;
@@ -66,4 +68,4 @@ Result<std::optional<CapturedFrame>> PcapReader::next(std::string* detail) {
   return std::optional<CapturedFrame>(f);
 }
 
-}  // namespace rocelab::wire
+}  // namespace rocelab::capture
