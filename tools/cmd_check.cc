@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "decode/json_line.h"
+#include "present/json.h"
 #include "tools/commands.h"
 #include "trace/capture.h"
 #include "trace/check.h"
@@ -16,7 +16,8 @@
 namespace rocelab::tools {
 namespace {
 
-using decode::JsonLine;
+using present::Json;
+using present::json_line;
 
 struct CheckCmdOptions {
   std::vector<std::string> captures;
@@ -77,33 +78,48 @@ int run(const CheckCmdOptions& o) {
     };
     if (o.json) {
       for (const trace::Finding& f : an.findings()) {
-        JsonLine j;
-        j.str("type", "finding").str("file", path).str("rule", f.rule)
-            .str("severity", f.severity == trace::Severity::kError ? "error" : "notice");
-        std::string pk = "[";
-        for (uint64_t n : f.packets) pk += (pk.size() > 1 ? "," : "") + std::to_string(n);
-        j.raw("packets", pk + "]").str("psn_space", space_name(f.space)).str("text", f.text);
-        std::puts(j.done().c_str());
+        const Json j = {{"type", "finding"},
+                        {"file", path},
+                        {"rule", f.rule},
+                        {"severity", f.severity == trace::Severity::kError ? "error" : "notice"},
+                        {"packets", f.packets},
+                        {"psn_space", space_name(f.space)},
+                        {"text", f.text}};
+        std::puts(json_line(j).c_str());
       }
       for (size_t i = 0; i < spaces.size(); ++i) {
         const auto& s = spaces[i];
-        JsonLine j;
-        j.str("type", "psn_space").str("file", path).str("requester", s.requester).str("responder", s.responder)
-            .str("transport", s.transport).num("requests", s.requests).num("responses", s.responses)
-            .num("bytes", s.bytes).num("gaps", s.gaps).num("retransmissions", s.retransmissions)
-            .num("network_duplicates", s.duplicates).num("naks", s.naks).num("rnr_naks", s.rnr_naks)
-            .num("duplicate_acks", s.dup_acks).num("errors", s.errors).num("notices", s.notices)
-            .num("rtt_samples", s.rtt_samples).num("rtt_min_ns", static_cast<uint64_t>(s.rtt_min.count()))
-            .num("rtt_median_ns", static_cast<uint64_t>(s.rtt_median.count()))
-            .num("rtt_max_ns", static_cast<uint64_t>(s.rtt_max.count())).num("recoveries", s.recoveries)
-            .num("recovery_min_ns", static_cast<uint64_t>(s.recovery_min.count()))
-            .num("recovery_max_ns", static_cast<uint64_t>(s.recovery_max.count()));
-        std::puts(j.done().c_str());
+        const Json j = {{"type", "psn_space"},
+                        {"file", path},
+                        {"requester", s.requester},
+                        {"responder", s.responder},
+                        {"transport", s.transport},
+                        {"requests", s.requests},
+                        {"responses", s.responses},
+                        {"bytes", s.bytes},
+                        {"gaps", s.gaps},
+                        {"retransmissions", s.retransmissions},
+                        {"network_duplicates", s.duplicates},
+                        {"naks", s.naks},
+                        {"rnr_naks", s.rnr_naks},
+                        {"duplicate_acks", s.dup_acks},
+                        {"errors", s.errors},
+                        {"notices", s.notices},
+                        {"rtt_samples", s.rtt_samples},
+                        {"rtt_min_ns", s.rtt_min.count()},
+                        {"rtt_median_ns", s.rtt_median.count()},
+                        {"rtt_max_ns", s.rtt_max.count()},
+                        {"recoveries", s.recoveries},
+                        {"recovery_min_ns", s.recovery_min.count()},
+                        {"recovery_max_ns", s.recovery_max.count()}};
+        std::puts(json_line(j).c_str());
       }
-      JsonLine j;
-      j.str("type", "result").str("file", path).num("packets", packets).num("errors", an.errors())
-          .num("notices", an.notices());
-      std::puts(j.done().c_str());
+      const Json j = {{"type", "result"},
+                      {"file", path},
+                      {"packets", packets},
+                      {"errors", an.errors()},
+                      {"notices", an.notices()}};
+      std::puts(json_line(j).c_str());
     } else {
       std::printf("%s: %llu RoCEv2 packets\n", path.c_str(), static_cast<unsigned long long>(packets));
       for (const trace::Finding& f : an.findings())

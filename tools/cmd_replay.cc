@@ -12,14 +12,15 @@
 #include <memory>
 #include <string>
 
-#include "decode/json_line.h"
+#include "present/json.h"
 #include "replay/replay.h"
 #include "tools/commands.h"
 
 namespace rocelab::tools {
 namespace {
 
-using decode::JsonLine;
+using present::Json;
+using present::json_line;
 
 struct ReplayCmdOptions {
   std::string capture, role = "requester", qp, from, pcap, to_scenario;
@@ -104,11 +105,16 @@ int run(const ReplayCmdOptions& c) {
       drew = false;
     }
     if (c.json) {
-      JsonLine j;
-      j.str("type", "difference").str("file", c.capture).str("class", replay::to_string(d.cls)).str("kind", d.kind)
-          .num("psn", static_cast<uint64_t>(d.psn)).num("frame", d.frame).str("capture", d.capture)
-          .str("live", d.live).str("text", d.text);
-      std::puts(j.done().c_str());
+      const Json j = {{"type", "difference"},
+                      {"file", c.capture},
+                      {"class", replay::to_string(d.cls)},
+                      {"kind", d.kind},
+                      {"psn", d.psn},
+                      {"frame", d.frame},
+                      {"capture", d.capture},
+                      {"live", d.live},
+                      {"text", d.text}};
+      std::puts(json_line(j).c_str());
       return;
     }
     if (!header) {
@@ -138,18 +144,33 @@ int run(const ReplayCmdOptions& c) {
     std::fprintf(stderr, "rocelab replay: %s: %s\n", c.capture.c_str(), r.error.c_str());
   const double rate = r.wall_seconds > 0 ? static_cast<double>(r.frames) / r.wall_seconds : 0;
   if (c.json) {
-    JsonLine j;
-    j.str("type", "result").str("file", c.capture).str("connection", r.connection).str("transport", r.transport)
-        .num("frames", r.frames).num("packets", r.packets).num("requests", r.requests)
-        .num("requests_skipped", r.requests_skipped).num("captured_responses", r.captured_responses)
-        .num("live_responses", r.live_responses).num("reads_compared", r.reads_compared)
-        .num("reads_undetermined", r.reads_undetermined).num("read_bytes_compared", r.read_bytes_compared).num("atomics_compared", r.atomics_compared)
-        .num("atomics_undetermined", r.atomics_undetermined).num("behaviour", r.behaviour).num("policy", r.policy)
-        .num("network", r.network).num("not_listed", r.not_listed).num("mtu", r.mtu).num("live_qpn", r.live_qpn)
-        .num("mrs", r.mrs).num("mr_bytes", r.mr_bytes).num("memory_written", r.memory_written)
-        .num("virtual_time_ns", static_cast<uint64_t>(r.virtual_time.count()))
-        .num("status", static_cast<uint64_t>(r.status));
-    std::puts(j.done().c_str());
+    const Json j = {{"type", "result"},
+                    {"file", c.capture},
+                    {"connection", r.connection},
+                    {"transport", r.transport},
+                    {"frames", r.frames},
+                    {"packets", r.packets},
+                    {"requests", r.requests},
+                    {"requests_skipped", r.requests_skipped},
+                    {"captured_responses", r.captured_responses},
+                    {"live_responses", r.live_responses},
+                    {"reads_compared", r.reads_compared},
+                    {"reads_undetermined", r.reads_undetermined},
+                    {"read_bytes_compared", r.read_bytes_compared},
+                    {"atomics_compared", r.atomics_compared},
+                    {"atomics_undetermined", r.atomics_undetermined},
+                    {"behaviour", r.behaviour},
+                    {"policy", r.policy},
+                    {"network", r.network},
+                    {"not_listed", r.not_listed},
+                    {"mtu", r.mtu},
+                    {"live_qpn", r.live_qpn},
+                    {"mrs", r.mrs},
+                    {"mr_bytes", r.mr_bytes},
+                    {"memory_written", r.memory_written},
+                    {"virtual_time_ns", r.virtual_time.count()},
+                    {"status", r.status}};
+    std::puts(json_line(j).c_str());
     return r.status;
   }
   std::printf("%s%s: the requests of one connection replayed to a live emulated responder\n", header ? "\n" : "",

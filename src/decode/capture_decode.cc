@@ -7,7 +7,7 @@
 
 #include "capture/frames.h"
 #include "decode/decode_format.h"
-#include "decode/json_line.h"
+#include "present/json.h"
 #include "wire/frame.h"
 #include "wire/ib_native.h"
 
@@ -131,13 +131,18 @@ int decode_capture(const DecodeOptions& o, const std::string& path, std::string_
   }
   const bool known_link = wire::link_type_supported(link) || link == wire::kLinkTypeErf;
   if (o.json) {
-    JsonLine j;
-    j.str("type", "file").str("file", display_name).num("link_type", static_cast<uint64_t>(link));
-    j.str("link_type_name", reader->link_type_name()).boolean("link_type_decoded", known_link);
-    j.num("frames", t.frames).num("roce", t.roce).num("native_ib", t.native_ib);
-    j.num("bad_icrc", t.bad_icrc);
-    j.num("malformed", t.malformed).num("non_roce", t.non_roce);
-    out_line(j.done());
+    const present::Json j = {{"type", "file"},
+                             {"file", display_name},
+                             {"link_type", link},
+                             {"link_type_name", reader->link_type_name()},
+                             {"link_type_decoded", known_link},
+                             {"frames", t.frames},
+                             {"roce", t.roce},
+                             {"native_ib", t.native_ib},
+                             {"bad_icrc", t.bad_icrc},
+                             {"malformed", t.malformed},
+                             {"non_roce", t.non_roce}};
+    out_line(present::json_line(j));
   } else {
     std::string s = "# " + name + ": " + std::to_string(t.frames) + " frames, " +
                     std::to_string(t.roce) + " RoCEv2";

@@ -1,5 +1,5 @@
 // `rocelab decode`'s work on one capture file, without the command line:
-// read every frame through libpcap (capture::PcapReader), decode it (RoCEv2 over
+// read every frame (capture::FrameReader), decode it (RoCEv2 over
 // Ethernet/raw IP/SLL/SLL2, or native InfiniBand in ERF), print one line per
 // packet (text or JSON), a per-file tally, and feed the per-QP summary.
 // tools/cmd_decode.cc is the CLI11 front end; the capture fuzzer

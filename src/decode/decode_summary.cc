@@ -2,8 +2,8 @@
 
 #include <cstdio>
 
-#include "decode/json_line.h"
 #include "present/fields.h"
+#include "present/json.h"
 
 namespace rocelab::decode {
 
@@ -113,27 +113,32 @@ std::vector<std::string> Summary::json() {
   spaces_ = analyzer_.spaces();
   std::vector<std::string> out;
   for (const SpaceStats& q : stats_) {
-    JsonLine j;
+    present::Json j;
     if (q.space >= 0) {
       const trace::SpaceSummary& sp = spaces_[static_cast<size_t>(q.space)];
-      j.str("type", "psn_space").str("requester", sp.requester).str("responder", sp.responder);
+      j = {{"type", "psn_space"}, {"requester", sp.requester}, {"responder", sp.responder}};
     } else {
-      j.str("type", "ud_flow").str("src", q.src).str("dst", q.dst).num("dest_qp", q.ud_qpn);
+      j = {{"type", "ud_flow"}, {"src", q.src}, {"dst", q.dst}, {"dest_qp", q.ud_qpn}};
     }
-    j.str("transport", q.transport).num("packets", q.packets).num("requests", q.requests)
-        .num("responses", q.responses).num("bad_icrc", q.bad_icrc);
-    JsonLine ops;
-    for (const auto& [code, n] : q.per_opcode) ops.num(wire::op_info(code).name, n);
-    j.raw("opcodes", ops.done());
-    if (q.have_psn) j.num("psn_lo", q.psn_lo.value()).num("psn_hi", q.psn_hi.value());
-    std::string list = "[";
-    for (size_t i = 0; i < q.retransmitted.size(); ++i) list += (i == 0 ? "" : ",") + std::to_string(q.retransmitted[i]);
-    j.raw("retransmitted_psns", list + "]");
-    JsonLine naks;
+    j["transport"] = q.transport;
+    j["packets"] = q.packets;
+    j["requests"] = q.requests;
+    j["responses"] = q.responses;
+    j["bad_icrc"] = q.bad_icrc;
+    present::Json ops = present::Json::object();
+    for (const auto& [code, n] : q.per_opcode) ops[std::string(wire::op_info(code).name)] = n;
+    j["opcodes"] = std::move(ops);
+    if (q.have_psn) {
+      j["psn_lo"] = q.psn_lo.value();
+      j["psn_hi"] = q.psn_hi.value();
+    }
+    j["retransmitted_psns"] = q.retransmitted;
+    present::Json naks = present::Json::object();
     for (size_t code = 0; code < q.naks.size(); ++code)
-      if (q.naks[code] != 0) naks.num(std::to_string(code), q.naks[code]);
-    j.raw("naks", naks.done()).num("rnr_naks", q.rnr_naks);
-    out.push_back(j.done());
+      if (q.naks[code] != 0) naks[std::to_string(code)] = q.naks[code];
+    j["naks"] = std::move(naks);
+    j["rnr_naks"] = q.rnr_naks;
+    out.push_back(present::json_line(j));
   }
   return out;
 }

@@ -95,4 +95,49 @@ std::string header_lines(const wire::RocePacket& p) {
   return s + b;
 }
 
+void add_headers_json(Json& j, const wire::RoceHeaders& h) {
+  const wire::OpInfo& info = h.info();
+  j["opcode"] = info.code;
+  j["opname"] = info.name;
+  j["transport"] = to_string(info.transport);
+  j["dest_qp"] = h.bth.dest_qpn.value();
+  j["psn"] = h.bth.psn.value();
+  j["ack_req"] = h.bth.ack_req;
+  j["se"] = h.bth.se;
+  j["mig_req"] = h.bth.mig_req;
+  j["pad"] = h.bth.pad_count;
+  j["pkey"] = h.bth.pkey;
+  j["fecn"] = h.bth.fecn;
+  j["becn"] = h.bth.becn;
+  if (info.carries(Hdr::kDeth)) j["deth"] = {{"qkey", h.deth.qkey}, {"srcqp", h.deth.src_qpn.value()}};
+  if (info.carries(Hdr::kXrcEth)) j["xrceth"] = {{"srqn", h.xrceth.srqn}};
+  if (info.carries(Hdr::kReth)) j["reth"] = {{"va", h.reth.va}, {"rkey", h.reth.rkey}, {"dma_len", h.reth.dma_len}};
+  if (info.carries(Hdr::kAtomicEth)) {
+    j["atomic_eth"] = {{"va", h.atomic_eth.va},
+                       {"rkey", h.atomic_eth.rkey},
+                       {"swap_add", h.atomic_eth.swap_add},
+                       {"compare", h.atomic_eth.compare}};
+  }
+  if (info.carries(Hdr::kAeth)) {
+    Json a = {{"syndrome", h.aeth.syndrome}, {"kind", aeth_kind(h.aeth)}};
+    switch (h.aeth.kind()) {
+      case wire::AckKind::kAck: a["credits"] = h.aeth.value5(); break;
+      case wire::AckKind::kRnrNak:
+        a["timer"] = h.aeth.value5();
+        a["timer_us"] = wire::rnr_timer_us(h.aeth.value5());
+        break;
+      case wire::AckKind::kNak:
+        a["code"] = h.aeth.value5();
+        a["reason"] = nak_name(h.aeth.value5());
+        break;
+      case wire::AckKind::kReserved: break;
+    }
+    a["msn"] = h.aeth.msn;
+    j["aeth"] = std::move(a);
+  }
+  if (info.carries(Hdr::kAtomicAckEth)) j["atomic_ack_eth"] = {{"orig", h.atomic_ack_eth.orig}};
+  if (info.carries(Hdr::kImmDt)) j["immdt"] = h.immdt.imm;
+  if (info.carries(Hdr::kIeth)) j["ieth"] = {{"rkey", h.ieth.rkey}};
+}
+
 }  // namespace rocelab::present

@@ -59,27 +59,6 @@ std::string xml_escape(const std::string& s) {
   return out;
 }
 
-std::string json_escape(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '<': out += "\\u003c"; break;  // never "</script>" inside the page's script
-      default:
-        if (c < 0x20) {
-          char b[8];
-          std::snprintf(b, sizeof b, "\\u%04x", c);
-          out += b;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
-
 constexpr size_t kTimeCols = 13;  // "%12.3f" and a space
 constexpr size_t kMinLaneWidth = 60;
 
@@ -470,27 +449,20 @@ void LadderRecorder::set_counters(Nanos t, std::string text) {
 }
 
 void LadderRecorder::snapshot(Nanos t) {
-  std::string j = "{\"qps\":[";
-  for (size_t i = 0; i < qps_.size(); ++i) {
-    const QpView& q = qps_[i];
-    auto psn = [](const std::optional<uint32_t>& p) { return p ? std::to_string(*p) : std::string("null"); };
-    auto ids = [](const std::vector<uint64_t>& v) {
-      std::string s = "[";
-      for (size_t k = 0; k < v.size(); ++k) s += (k ? "," : "") + std::to_string(v[k]);
-      return s + "]";
-    };
-    j += std::string(i ? "," : "") + "{\"name\":" + json_escape(q.name) + ",\"node\":" +
-         json_escape(l_.lanes[static_cast<size_t>(q.lane)]) + ",\"state\":" + json_escape(q.state) +
-         ",\"sent_psn\":" + psn(q.sent_psn) + ",\"rcvd_psn\":" + psn(q.rcvd_psn) + ",\"sq\":" + ids(q.sq) +
-         ",\"rq\":" + ids(q.rq) + "}";
+  auto psn = [](const std::optional<uint32_t>& p) { return p ? present::Json(*p) : present::Json(nullptr); };
+  present::Json qps = present::Json::array();
+  for (const QpView& q : qps_) {
+    qps.push_back({{"name", q.name},
+                   {"node", l_.lanes[static_cast<size_t>(q.lane)]},
+                   {"state", q.state},
+                   {"sent_psn", psn(q.sent_psn)},
+                   {"rcvd_psn", psn(q.rcvd_psn)},
+                   {"sq", q.sq},
+                   {"rq", q.rq}});
   }
-  j += "],\"cqs\":[";
-  for (size_t i = 0; i < cqs_.size(); ++i) {
-    j += std::string(i ? "," : "") + "{\"name\":" + json_escape(cqs_[i].first) + ",\"cqes\":[";
-    for (size_t k = 0; k < cqs_[i].second.size(); ++k) j += (k ? "," : "") + json_escape(cqs_[i].second[k]);
-    j += "]}";
-  }
-  j += "],\"counters\":" + json_escape(counters_) + "}";
+  present::Json cqs = present::Json::array();
+  for (const auto& [name, cqes] : cqs_) cqs.push_back({{"name", name}, {"cqes", cqes}});
+  present::Json j = {{"qps", std::move(qps)}, {"cqs", std::move(cqs)}, {"counters", counters_}};
   if (!l_.state_at.empty() && l_.state_at.back() == l_.entries.size() && l_.state_time.back() == t) {
     l_.states.back() = std::move(j);  // nothing drawn since the last one: replace it
   } else {
@@ -674,10 +646,8 @@ std::string render_html(const Ladder& l, const std::string& title) {
     at = nl == std::string::npos ? text.size() : nl + 1;
   }
   const auto order = l.ordered();
-  std::string j = "{\"title\":" + json_escape(title) + ",\"header\":" + json_escape(lines.empty() ? "" : lines[0]) +
-                  ",\"rows\":[";
-  for (size_t i = 1; i < lines.size(); ++i) j += (i > 1 ? "," : "") + json_escape(lines[i]);
-  j += "],\"steps\":[";
+  present::Json rows = present::Json::array(), steps = present::Json::array();
+  for (size_t i = 1; i < lines.size(); ++i) rows.push_back(lines[i]);
   // An entry shows the latest state taken before the next entry was drawn, and
   // not later than its own time (packets arrive between entries: a state taken
   // at their arrival belongs to the entries at that time).
@@ -699,16 +669,17 @@ std::string render_html(const Ladder& l, const std::string& title) {
     }
     char t[32];
     std::snprintf(t, sizeof t, "%.3f", static_cast<double>(e.time.count()) / 1000.0);
-    j += std::string(i ? "," : "") + "{\"time\":" + json_escape(t) + ",\"text\":" + json_escape(what) +
-         ",\"headers\":" + json_escape(headers) + ",\"state\":" + std::to_string(state) + "}";
+    steps.push_back({{"time", t}, {"text", what}, {"headers", headers}, {"state", state}});
   }
-  j += "],\"states\":[";
-  for (size_t i = 0; i < l.states.size(); ++i) j += (i ? "," : "") + l.states[i];
-  j += "]}";
+  const present::Json j = {{"title", title},
+                           {"header", lines.empty() ? "" : lines[0]},
+                           {"rows", std::move(rows)},
+                           {"steps", std::move(steps)},
+                           {"states", l.states}};
   std::string page = kHtmlHead;
   const std::string t = xml_escape(title.empty() ? "rocelab ladder" : title);
   page.replace(page.find("<title>rocelab ladder</title>"), 29, "<title>" + t + "</title>");
-  return page + j + kHtmlTail;
+  return page + present::json_for_script(j) + kHtmlTail;
 }
 
 }  // namespace rocelab::sim

@@ -18,6 +18,7 @@
 #include "emu/records.h"
 #include "emu/transport/fault_injector.h"
 #include "wire/ip_udp.h"
+#include "present/json.h"
 #include "wire/packet.h"
 
 namespace rocelab::sim {
@@ -60,7 +61,7 @@ struct Ladder {
   std::vector<LadderEntry> entries;
   // Snapshots of what the nodes hold (QPs with state, PSNs and queues, CQs,
   // counters), as JSON objects, for the step-through page; empty for captures.
-  std::vector<std::string> states;
+  std::vector<present::Json> states;
   std::vector<size_t> state_at;  // entries.size() when each state was taken
   std::vector<Nanos> state_time; // ... and the time it holds for
 

@@ -1,19 +1,16 @@
-#include "decode/decode_mad.h"
+#include "present/mad.h"
 
 #include <variant>
 
-#include "decode/decode_format.h"
-#include "decode/json_line.h"
 #include "present/fields.h"
 #include "wire/cm_mad.h"
 #include "wire/cma_hdr.h"
 
-namespace rocelab::decode {
+namespace rocelab::present {
 
 namespace {
 
 using namespace wire;
-using present::hex;
 
 std::string_view msg_ref_name(CmMsgRef r) {
   switch (r) {
@@ -110,63 +107,76 @@ struct Text {
   }
 };
 
-struct Json {
-  JsonLine& j;
+struct ToJson {
+  Json& j;
   void operator()(const CmReq& m) const {
-    j.num("local_comm_id", m.local_comm_id).num("service_id", m.service_id);
-    j.num("local_qpn", m.local_qpn.value()).num("starting_psn", m.starting_psn.value());
-    j.num("path_mtu", mtu_bytes(m.path_mtu)).num("responder_resources", m.responder_resources);
-    j.num("initiator_depth", m.initiator_depth).num("retry_count", m.retry_count);
-    j.num("rnr_retry_count", m.rnr_retry_count);
-    j.num("remote_cm_response_timeout", m.remote_cm_response_timeout);
-    j.num("local_cm_response_timeout", m.local_cm_response_timeout);
-    j.num("max_cm_retries", m.max_cm_retries).num("transport", static_cast<uint8_t>(m.transport));
-    j.boolean("srq", m.srq).num("local_ca_guid", m.local_ca_guid);
-    j.str("local_gid", IpAddr::from_gid(m.primary.local_gid).to_string());
-    j.str("remote_gid", IpAddr::from_gid(m.primary.remote_gid).to_string());
+    j["local_comm_id"] = m.local_comm_id;
+    j["service_id"] = m.service_id;
+    j["local_qpn"] = m.local_qpn.value();
+    j["starting_psn"] = m.starting_psn.value();
+    j["path_mtu"] = mtu_bytes(m.path_mtu);
+    j["responder_resources"] = m.responder_resources;
+    j["initiator_depth"] = m.initiator_depth;
+    j["retry_count"] = m.retry_count;
+    j["rnr_retry_count"] = m.rnr_retry_count;
+    j["remote_cm_response_timeout"] = m.remote_cm_response_timeout;
+    j["local_cm_response_timeout"] = m.local_cm_response_timeout;
+    j["max_cm_retries"] = m.max_cm_retries;
+    j["transport"] = static_cast<uint8_t>(m.transport);
+    j["srq"] = m.srq;
+    j["local_ca_guid"] = m.local_ca_guid;
+    j["local_gid"] = IpAddr::from_gid(m.primary.local_gid).to_string();
+    j["remote_gid"] = IpAddr::from_gid(m.primary.remote_gid).to_string();
     cma(m.service_id, m.private_data);
   }
   void operator()(const CmMra& m) const {
     ids(m.local_comm_id, m.remote_comm_id);
-    j.str("mraed", msg_ref_name(m.message_mraed)).num("service_timeout", m.service_timeout);
+    j["mraed"] = msg_ref_name(m.message_mraed);
+    j["service_timeout"] = m.service_timeout;
   }
   void operator()(const CmRej& m) const {
     ids(m.local_comm_id, m.remote_comm_id);
-    j.str("rejected", msg_ref_name(m.message_rejected)).num("reason", m.reason);
-    j.str("reason_name", rej_reason_name(m.reason));
+    j["rejected"] = msg_ref_name(m.message_rejected);
+    j["reason"] = m.reason;
+    j["reason_name"] = rej_reason_name(m.reason);
   }
   void operator()(const CmRep& m) const {
     ids(m.local_comm_id, m.remote_comm_id);
-    j.num("local_qpn", m.local_qpn.value()).num("starting_psn", m.starting_psn.value());
-    j.num("responder_resources", m.responder_resources).num("initiator_depth", m.initiator_depth);
-    j.num("rnr_retry_count", m.rnr_retry_count).boolean("srq", m.srq);
-    j.num("local_ca_guid", m.local_ca_guid);
+    j["local_qpn"] = m.local_qpn.value();
+    j["starting_psn"] = m.starting_psn.value();
+    j["responder_resources"] = m.responder_resources;
+    j["initiator_depth"] = m.initiator_depth;
+    j["rnr_retry_count"] = m.rnr_retry_count;
+    j["srq"] = m.srq;
+    j["local_ca_guid"] = m.local_ca_guid;
   }
   void operator()(const CmRtu& m) const { ids(m.local_comm_id, m.remote_comm_id); }
   void operator()(const CmDreq& m) const {
     ids(m.local_comm_id, m.remote_comm_id);
-    j.num("remote_qpn", m.remote_qpn.value());
+    j["remote_qpn"] = m.remote_qpn.value();
   }
   void operator()(const CmDrep& m) const { ids(m.local_comm_id, m.remote_comm_id); }
   void operator()(const CmSidrReq& m) const {
-    j.num("request_id", m.request_id).num("service_id", m.service_id).num("pkey", m.pkey);
+    j["request_id"] = m.request_id;
+    j["service_id"] = m.service_id;
+    j["pkey"] = m.pkey;
     cma(m.service_id, m.private_data);
   }
   void operator()(const CmSidrRep& m) const {
-    j.num("request_id", m.request_id).num("status", m.status).num("qpn", m.qpn.value());
-    j.num("qkey", m.qkey).num("service_id", m.service_id);
+    j["request_id"] = m.request_id;
+    j["status"] = m.status;
+    j["qpn"] = m.qpn.value();
+    j["qkey"] = m.qkey;
+    j["service_id"] = m.service_id;
   }
   void ids(uint32_t local, uint32_t remote) const {
-    j.num("local_comm_id", local).num("remote_comm_id", remote);
+    j["local_comm_id"] = local;
+    j["remote_comm_id"] = remote;
   }
   template <size_t N>
   void cma(uint64_t sid, const std::array<uint8_t, N>& pd) const {
     if (auto h = cma_of(sid, pd)) {
-      j.raw("rdma_cm", JsonLine()
-                           .str("src", h->src.to_string())
-                           .num("port", h->port)
-                           .str("dst", h->dst.to_string())
-                           .done());
+      j["rdma_cm"] = {{"src", h->src.to_string()}, {"port", h->port}, {"dst", h->dst.to_string()}};
     }
   }
 };
@@ -196,20 +206,28 @@ std::string mad_text(std::span<const std::byte> mad) {
   return s + std::visit(Text{}, m->msg);
 }
 
-std::string mad_json(std::span<const std::byte> mad) {
-  JsonLine j;
-  if (mad.size() != kMadLen) return j.str("error", wrong_length(mad.size())).done();
+Json mad_json(std::span<const std::byte> mad) {
+  Json j = Json::object();
+  if (mad.size() != kMadLen) return {{"error", wrong_length(mad.size())}};
   auto h = parse_mad_header(mad);
-  if (!h) return j.str("error", h.error().message()).done();
-  j.num("mgmt_class", h->mgmt_class).num("class_version", h->class_version);
-  j.num("method", h->method).num("status", h->status).num("tid", h->tid).num("attr_id", h->attr_id);
-  if (h->mgmt_class != static_cast<uint8_t>(MgmtClass::kCm)) return j.done();
+  if (!h) return {{"error", h.error().message()}};
+  j["mgmt_class"] = h->mgmt_class;
+  j["class_version"] = h->class_version;
+  j["method"] = h->method;
+  j["status"] = h->status;
+  j["tid"] = h->tid;
+  j["attr_id"] = h->attr_id;
+  if (h->mgmt_class != static_cast<uint8_t>(MgmtClass::kCm)) return j;
   auto m = parse_cm_mad(mad);
-  if (!m) return j.str("error", m.error().message()).done();
+  if (!m) {
+    j["error"] = m.error().message();
+    return j;
+  }
   const CmAttr a = attr_of(m->msg);
-  j.str("cm", short_name(a)).str("name", to_string(a));
-  std::visit(Json{j}, m->msg);
-  return j.done();
+  j["cm"] = short_name(a);
+  j["name"] = to_string(a);
+  std::visit(ToJson{j}, m->msg);
+  return j;
 }
 
-}  // namespace rocelab::decode
+}  // namespace rocelab::present
