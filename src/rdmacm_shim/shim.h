@@ -84,7 +84,7 @@ class State {
   // Guards Id::events_reported/acked; ack_cv is signalled on every ack.
   std::mutex ack_mu;
   std::condition_variable ack_cv;
-  // Destroyed channels, kept (see free_channel in exports.cc).
+  // Destroyed channels, kept (see free_channel in exports.h).
   void bury(Channel* c) noexcept;
 
  private:
