@@ -3,14 +3,16 @@
 #   fail MESSAGE...         prints "FAIL: MESSAGE" and exits 1
 #   check WHAT GOT WANT     prints "ok: WHAT = GOT", or a FAIL line and sets
 #                           status=1 (the script exits $status at the end)
-#   claim_port              prints a TCP port that this script holds until it
-#                           exits: no other test script of any rocelab suite
-#                           on the machine gets it, and nothing listens on it
-#                           or is connected from it now. Scripts also name their
-#                           network namespaces and veth pairs after it and
+#   claim_port [OWNER]      prints a TCP port that this script (or the process
+#                           OWNER, a pid: a test program that is not a script)
+#                           holds until it exits: no other test of any rocelab
+#                           suite on the machine gets it, and nothing listens on
+#                           it or is connected from it now. Scripts also name
+#                           their network namespaces and veth pairs after it and
 #                           derive 127.x.y.z addresses from it (see net_of).
 #   net_of PORT             prints 127.A.B (a /24 of the loopback range that
-#                           belongs to the holder of PORT)
+#                           belongs to the holder of PORT; never 127.0.0, the
+#                           addresses `rocelab run` gives devices without --ip)
 #   wait_tcp_listen PORT PID [PREFIX...]
 #                           waits until something listens on TCP PORT (looked
 #                           up with `PREFIX ss`, e.g. PREFIX = ip netns exec NS),
@@ -18,6 +20,16 @@
 #                           in the first case. Servers of the programs under
 #                           test accept exactly one connection: look with ss,
 #                           never by connecting.
+#   wait_udp_bound ADDR PORT PID [PREFIX...]
+#                           the same for a UDP socket bound to ADDR:PORT (an
+#                           IPv6 ADDR without brackets), e.g. an emulated
+#                           device's on 4791: the device is up.
+#   wait_line FILE ERE PID  waits until a line of FILE matches ERE (grep -E),
+#                           or PID has died, or 20 s have passed; returns 0 only
+#                           in the first case. For what only a program's output
+#                           shows, e.g. `rocelab run --explain`'s "rocelab:
+#                           rdma_listen on": rdma_cm ports are the emulated
+#                           device's, which ss cannot see.
 #
 # Claims live in $ROCELAB_TEST_CLAIMS (default /tmp/rocelab-test-ports), one
 # directory per port holding the claimant's pid; a claim whose process is gone
@@ -38,7 +50,7 @@ rocelab_port_lo=24000 rocelab_port_n=4000
 
 claim_port() {
   mkdir -p "$rocelab_claims" || return 1
-  local fd p i owner start=$(( ($$ * 7919 + RANDOM) % rocelab_port_n ))
+  local holder=${1:-$$} fd p i owner start=$(( ($$ * 7919 + RANDOM) % rocelab_port_n ))
   exec {fd}>>"$rocelab_claims/lock" || return 1
   if ! flock -w 30 "$fd"; then
     exec {fd}>&-
@@ -52,7 +64,7 @@ claim_port() {
       [ -n "$owner" ] && [ -d "/proc/$owner" ] && continue
     fi
     ss -Htan "sport = :$p" 2>/dev/null | grep -q . && continue
-    mkdir -p "$rocelab_claims/$p" && echo $$ >"$rocelab_claims/$p/owner" || continue
+    mkdir -p "$rocelab_claims/$p" && echo "$holder" >"$rocelab_claims/$p/owner" || continue
     flock -u "$fd"
     exec {fd}>&-
     echo "$p"
@@ -73,6 +85,28 @@ wait_tcp_listen() {
   shift 2
   for _ in $(seq 1 400); do
     "$@" ss -Hltn "sport = :$port" | grep -q . && return 0
+    kill -0 "$pid" 2>/dev/null || return 1
+    sleep 0.05
+  done
+  return 1
+}
+
+wait_udp_bound() {
+  local addr=$1 port=$2 pid=$3
+  shift 3
+  [[ $addr == *:* ]] && addr="[$addr]"
+  for _ in $(seq 1 400); do
+    "$@" ss -Hlun "src $addr:$port" | grep -q . && return 0
+    kill -0 "$pid" 2>/dev/null || return 1
+    sleep 0.05
+  done
+  return 1
+}
+
+wait_line() {
+  local file=$1 re=$2 pid=$3
+  for _ in $(seq 1 400); do
+    grep -Eq -- "$re" "$file" 2>/dev/null && return 0
     kill -0 "$pid" 2>/dev/null || return 1
     sleep 0.05
   done

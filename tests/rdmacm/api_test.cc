@@ -10,8 +10,10 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 #include <rdma/rsocket.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -24,15 +26,32 @@
 
 namespace {
 
-constexpr const char* kIp = "127.0.0.236";
-
-const bool kEnv = [] {
-  setenv("ROCELAB_DEVICES", "rocelab0", 1);
-  setenv("ROCELAB_IP", kIp, 1);
-  unsetenv("ROCELAB_PCAP");
-  unsetenv("ROCELAB_EVENTS");
-  return true;
-}();
+// The address of this process's device, 127.A.B.1. The test scripts' harness
+// (tests/lib/harness.sh) claims a port for this process, held until it exits,
+// in the claims every rocelab suite on the machine shares, and names the /24
+// that belongs to it (net_of): no other test of any suite, nor another test of
+// this binary running beside it, has an address there. Claimed at the first
+// test that needs a device, which also sets the shims' environment before they
+// first read it; "" if no port could be claimed.
+const char* device_ip() {
+  static const std::string ip = [] {
+    const std::string cmd = "bash -c '. \"$0\" && p=$(claim_port \"$1\") && net_of \"$p\"' '" ROCELAB_HARNESS
+                            "' " + std::to_string(getpid());
+    FILE* out = popen(cmd.c_str(), "r");
+    if (!out) return std::string();
+    char net[32] = {};
+    const bool got = std::fgets(net, sizeof net, out) != nullptr;
+    if (pclose(out) != 0 || !got) return std::string();
+    std::string a(net, std::strcspn(net, "\n"));
+    a += ".1";
+    setenv("ROCELAB_DEVICES", "rocelab0", 1);
+    setenv("ROCELAB_IP", a.c_str(), 1);
+    unsetenv("ROCELAB_PCAP");
+    unsetenv("ROCELAB_EVENTS");
+    return a;
+  }();
+  return ip.c_str();
+}
 
 sockaddr_in addr(const char* ip, uint16_t port) {
   sockaddr_in a{};
@@ -62,7 +81,7 @@ rdma_cm_event* next(rdma_event_channel* ch, rdma_cm_event_type want) {
 class RdmaCm : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(kEnv);
+    ASSERT_STRNE(device_ip(), "") << "no port claimed for the device's address (tests/lib/harness.sh)";
     ch_ = rdma_create_event_channel();
     ASSERT_NE(ch_, nullptr) << std::strerror(errno);
   }
@@ -117,7 +136,7 @@ TEST_F(RdmaCm, BadArgumentsGiveLibrdmacmsErrnos) {
   EXPECT_EQ(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, &on, sizeof on), 0);
 
   // Bound: a second bind, and another id on the same port.
-  auto mine = addr(kIp, 19140);
+  auto mine = addr(device_ip(), 19140);
   ASSERT_EQ(rdma_bind_addr(id, sa(mine)), 0) << std::strerror(errno);
   EXPECT_NE(id->verbs, nullptr);
   EXPECT_EQ(id->port_num, 1);
@@ -153,7 +172,7 @@ TEST_F(RdmaCm, DevicesAndListenOnAnEphemeralPort) {
   EXPECT_EQ(list[1], nullptr);
   rdma_cm_id* id = nullptr;
   ASSERT_EQ(rdma_create_id(ch_, &id, nullptr, RDMA_PS_TCP), 0);
-  auto any = addr(kIp, 0);
+  auto any = addr(device_ip(), 0);
   ASSERT_EQ(rdma_bind_addr(id, sa(any)), 0);
   EXPECT_EQ(id->verbs, list[0]);
   ASSERT_EQ(rdma_listen(id, 4), 0);
@@ -171,7 +190,7 @@ TEST_F(RdmaCm, NonBlockingChannel) {
   EXPECT_EQ(errno, EAGAIN);
   rdma_cm_id* id = nullptr;
   ASSERT_EQ(rdma_create_id(ch_, &id, this, RDMA_PS_TCP), 0);
-  auto dst = addr(kIp, 19141);
+  auto dst = addr(device_ip(), 19141);
   ASSERT_EQ(rdma_resolve_addr(id, nullptr, sa(dst), 2000), 0);
   e = next(ch_, RDMA_CM_EVENT_ADDR_RESOLVED);
   ASSERT_NE(e, nullptr);
@@ -193,7 +212,8 @@ TEST_F(RdmaCm, NonBlockingChannel) {
   EXPECT_EQ(d->sin_family, AF_INET);
   EXPECT_EQ(d->sin_port, htons(19141));
   EXPECT_EQ(std::memcmp(&d->sin_addr, &dst.sin_addr, 4), 0);
-  const uint8_t mapped[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 127, 0, 0, 236};
+  uint8_t mapped[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};  // ::ffff: and the device's address
+  std::memcpy(mapped + 12, &dst.sin_addr, 4);
   EXPECT_EQ(std::memcmp(id->route.addr.addr.ibaddr.dgid.raw, mapped, 16), 0);
   EXPECT_EQ(std::memcmp(id->route.addr.addr.ibaddr.sgid.raw, mapped, 16), 0);
   EXPECT_EQ(rdma_destroy_id(id), 0);
@@ -205,7 +225,7 @@ TEST_F(RdmaCm, ConnectToOurselvesWithPrivateDataAndASend) {
   rdma_cm_id* listen = nullptr;
   rdma_cm_id* client = nullptr;
   ASSERT_EQ(rdma_create_id(ch_, &listen, nullptr, RDMA_PS_TCP), 0);
-  auto srv = addr(kIp, 19142);
+  auto srv = addr(device_ip(), 19142);
   ASSERT_EQ(rdma_bind_addr(listen, sa(srv)), 0);
   ASSERT_EQ(rdma_listen(listen, 1), 0);
   ASSERT_EQ(rdma_create_id(ch_, &client, nullptr, RDMA_PS_TCP), 0);
@@ -424,7 +444,7 @@ TEST_F(RdmaCm, EdgesOfTheOtherCalls) {
   // An endpoint from rdma_getaddrinfo, synchronous: resolved on return.
   rdma_addrinfo hints{}, *res = nullptr;
   hints.ai_port_space = RDMA_PS_TCP;
-  ASSERT_EQ(rdma_getaddrinfo(kIp, "19143", &hints, &res), 0);
+  ASSERT_EQ(rdma_getaddrinfo(device_ip(), "19143", &hints, &res), 0);
   rdma_cm_id* ep = nullptr;
   ASSERT_EQ(rdma_create_ep(&ep, res, nullptr, nullptr), 0) << std::strerror(errno);
   EXPECT_NE(ep->verbs, nullptr);

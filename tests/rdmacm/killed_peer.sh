@@ -7,25 +7,25 @@
 # itself within seconds. Without the DREQ it would wait for the next ping
 # forever, or learn of the death only from a retry error some 17 s later.
 #
-#   killed_peer.sh ROCELAB SERVER_IP CLIENT_IP PORT
+#   killed_peer.sh ROCELAB PORT
+#
+# PORT is rping's rdma_cm port (in the server's emulated address). The two
+# addresses are NET.1 (server) and NET.2 (client), NET the /24 of a port the
+# script claims (tests/lib/harness.sh: claim_port, net_of).
 set -u
-rocelab=$1 sip=$2 cip=$3 port=$4
+rocelab=$1 port=$2
+. "$(dirname "$0")/../lib/harness.sh"
+claim=$(claim_port) || exit 1
+net=$(net_of "$claim") && sip=$net.1 cip=$net.2
 work=$(mktemp -d /tmp/rocelab-killed.XXXXXX)
-cli=""
-trap '[ -n "$cli" ] && kill -9 $cli 2>/dev/null; kill $srv 2>/dev/null; rm -rf "$work"' EXIT
+srv="" cli=""
+trap '[ -n "$cli" ] && kill -9 $cli 2>/dev/null; [ -n "$srv" ] && kill $srv 2>/dev/null; rm -rf "$work"' EXIT
 timeout -k 5 30 "$rocelab" run --explain --ip "$sip" --pcap "$work/server.pcap" -- rping -s -a "$sip" -p "$port" >"$work/server.out" 2>&1 &
 srv=$!
-for _ in $(seq 1 200); do
-  grep -q "rocelab: rdma_listen on" "$work/server.out" && break
-  sleep 0.05
-done
+wait_line "$work/server.out" "rocelab: rdma_listen on" $srv
 "$rocelab" run --ip "$cip" -- rping -c -a "$sip" -p "$port" -v -C 1000000 >"$work/client.out" 2>&1 &
 cli=$!
-for _ in $(seq 1 400); do
-  grep -q "rdma-ping-20:" "$work/client.out" && break
-  sleep 0.05
-done
-status=0
+wait_line "$work/client.out" "rdma-ping-20:" $cli
 grep -q "rdma-ping-20:" "$work/client.out" || { echo "FAIL: the client did not get to ping 20"; status=1; }
 kill -9 $cli
 wait $cli 2>/dev/null

@@ -7,9 +7,18 @@
 # destination QP 0xFFFFFF, the Q_Key rdma_cm gives UDP ids (0x01234567), one
 # source QP; and `rocelab decode` finds every ICRC correct.
 #
-#   mckey_capture.sh ROCELAB RECV1_IP RECV2_IP SENDER_IP GROUP
+#   mckey_capture.sh ROCELAB
+#
+# The three addresses are NET.1, NET.2 (receivers) and NET.3 (sender), and
+# GROUP is 239.A.B.1, NET = 127.A.B the /24 of a port the script claims
+# (tests/lib/harness.sh: claim_port, net_of): multicast groups are the host's,
+# so each test has its own.
 set -u
-rocelab=$1 r1=$2 r2=$3 snd=$4 group=$5
+rocelab=$1
+. "$(dirname "$0")/../lib/harness.sh"
+port=$(claim_port) || exit 1
+net=$(net_of "$port")
+r1=$net.1 r2=$net.2 snd=$net.3 group=239.${net#127.}.1
 count=10
 work=$(mktemp -d /tmp/rocelab-mckey.XXXXXX)
 pids=()
@@ -25,15 +34,10 @@ timeout 60 "$rocelab" run --ip "$r2" -- stdbuf -oL mckey -b "$r2" -m "$group" -C
 pids+=($!)
 # Both receivers have joined (their QPs are attached before mckey sees
 # MULTICAST_JOIN) when they say so: stdbuf -oL makes them say it at once.
-joined=no
-for _ in $(seq 1 400); do
-  grep -q "joined dgid" "$work/r1.out" && grep -q "joined dgid" "$work/r2.out" && { joined=yes; break; }
-  sleep 0.05
-done
-[ $joined = yes ] || { echo "FAIL: the receivers did not join"; cat "$work"/r*.out; exit 1; }
+wait_line "$work/r1.out" "joined dgid" "${pids[0]}" && wait_line "$work/r2.out" "joined dgid" "${pids[1]}" ||
+  { echo "FAIL: the receivers did not join"; cat "$work"/r*.out; exit 1; }
 timeout 60 "$rocelab" run --ip "$snd" -- mckey -b "$snd" -m "$group" -s -C $count >"$work/s.out" 2>&1
 src=$?
-. "$(dirname "$0")/../lib/harness.sh"  # check
 wait "${pids[0]}"; rc1=$?
 wait "${pids[1]}"; rc2=$?
 pids=()

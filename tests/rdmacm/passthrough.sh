@@ -5,11 +5,19 @@
 # On this machine that is the real library's "no RDMA device" path.
 #
 #   passthrough.sh LIBROCELAB_RDMACM PROG ARGS...
+#
+# In ARGS @PORT@ stands for a TCP port the script claims (tests/lib/harness.sh,
+# claim_port): with a real device the real library's rdma_cm ports are the
+# kernel's (on iWARP, TCP ports), which another suite on the machine must not
+# hold at the same time.
 set -u
 lib=$1
 shift
-plain=$(timeout 20 "$@" 2>&1); plain_rc=$?
-shimmed=$(LD_PRELOAD=$lib timeout 20 "$@" 2>&1); shim_rc=$?
+. "$(dirname "$0")/../lib/harness.sh"
+port=$(claim_port) || exit 1
+args=("${@//@PORT@/$port}")
+plain=$(timeout 20 "${args[@]}" 2>&1); plain_rc=$?
+shimmed=$(LD_PRELOAD=$lib timeout 20 "${args[@]}" 2>&1); shim_rc=$?
 echo "without the shim (exit $plain_rc):"; echo "$plain"
 echo "with the shim preloaded (exit $shim_rc):"; echo "$shimmed"
 [ "$plain_rc" = "$shim_rc" ] || { echo "FAIL: exit status differs"; exit 1; }

@@ -5,17 +5,24 @@
 # rdma_cm's header (client -> server), and the QPNs and starting PSNs of the
 # REQ and REP are those of the data packets that follow. Nothing malformed.
 #
-#   rping_capture.sh ROCELAB SERVER_IP CLIENT_IP PORT
+#   rping_capture.sh ROCELAB PORT
+#
+# PORT is rping's rdma_cm port (in the server's emulated address). The
+# addresses are NET.1 (server) and NET.2 (client), NET the /24 of a port the
+# script claims (tests/lib/harness.sh: claim_port, net_of) and hands to
+# cm_pair.sh (-a).
 set -u
-rocelab=$1 sip=$2 cip=$3 port=$4
+rocelab=$1 port=$2
 here=$(dirname "$0")
+. "$here/../lib/harness.sh"
+claim=$(claim_port) || exit 1
+net=$(net_of "$claim") && sip=$net.1 cip=$net.2
 cap=$(mktemp /tmp/rocelab-rping.XXXXXX.pcap)
 ev=$(mktemp /tmp/rocelab-rping.XXXXXX.events)
 trap 'rm -f "$cap" "$ev"' EXIT
-"$here/cm_pair.sh" "$rocelab" "$sip" "$cip" -c "$cap" -y "--events=$ev" -C "ping data: rdma-ping-9:" -- \
+"$here/cm_pair.sh" "$rocelab" -a "$net" -c "$cap" -y "--events=$ev" -C "ping data: rdma-ping-9:" -- \
   rping -s -a @SIP@ -p "$port" -C 10 -v -- rping -c -a @SIP@ -p "$port" -C 10 -v || exit 1
 
-. "$(dirname "$0")/../lib/harness.sh"  # check
 field() {  # FILTER FIELD: the values, one a line
   tshark -r "$cap" -Y "$1" -T fields -e "$2" 2>/dev/null
 }
