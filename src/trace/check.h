@@ -81,14 +81,15 @@ class Analyzer {
   uint64_t errors() const { return errors_; }
   uint64_t notices() const { return notices_; }
 
-  struct Space;  // check.cc
+  struct Space;  // the state of one PSN space (space.h)
+  struct At;     // one packet in its PSN space, as the rule functions see it (space.h)
 
  private:
   void report(int space, std::string_view rule, std::vector<uint64_t> packets, std::string text);
   int space_for_request(const TracePacket& p);
   int space_for_response(const TracePacket& p);
-  void on_request(int s, const TracePacket& p);
-  void on_response(int s, const TracePacket& p);
+  void on_request(int s, const TracePacket& p);   // check_requests.cc
+  void on_response(int s, const TracePacket& p);  // check_responses.cc
   void on_ud(const TracePacket& p);
 
   CheckOptions opt_;
