@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "present/fields.h"
 #include "present/json.h"
 #include "replay/replay.h"
 #include "tools/commands.h"
@@ -31,6 +32,19 @@ struct ReplayCmdOptions {
   uint64_t max_memory_mib = 1024;
   uint64_t max_span_gib = 1024;
 };
+
+// A connection as the options that choose it, then what it is:
+// "--qp 0x000011 --from 10.0.0.1  10.0.0.1 qp 0x000011 -> ...  RC, 12 requests".
+std::string choice_text(const replay::ConnectionChoice& c) {
+  return "--qp " + present::qpn_text(c.qpn) + (c.from.empty() ? "" : " --from " + c.from) + "  " + c.text;
+}
+
+// The library's error, and the option that moves the limit it names.
+std::string error_text(const replay::ReplayResult& r) {
+  if (r.limit == "max_memory") return r.error + " (set with --max-memory MIB)";
+  if (r.limit == "max_span") return r.error + " (set with --max-span GIB)";
+  return r.error;
+}
 
 int run(const ReplayCmdOptions& c) {
   if (c.role != "requester") {
@@ -87,8 +101,8 @@ int run(const ReplayCmdOptions& c) {
   if (!c.to_scenario.empty()) {
     const replay::ReplayResult r = replay::to_scenario(o, c.to_scenario);
     if (r.status == 2) {
-      std::fprintf(stderr, "rocelab replay: %s: %s\n", c.capture.c_str(), r.error.c_str());
-      for (const std::string& s : r.choices) std::fprintf(stderr, "  %s\n", s.c_str());
+      std::fprintf(stderr, "rocelab replay: %s: %s\n", c.capture.c_str(), error_text(r).c_str());
+      for (const replay::ConnectionChoice& s : r.choices) std::fprintf(stderr, "  %s\n", choice_text(s).c_str());
       return 2;
     }
     std::printf("%s: %llu work requests of %s (%s) written to %s", c.capture.c_str(),
@@ -130,10 +144,10 @@ int run(const ReplayCmdOptions& c) {
   const replay::ReplayResult r = replay::replay_capture(o);
   if (drew) std::fputs("\r\033[K", stderr);
   if (r.status == 2 && r.requests == 0) {
-    std::fprintf(stderr, "rocelab replay: %s: %s\n", c.capture.c_str(), r.error.c_str());
+    std::fprintf(stderr, "rocelab replay: %s: %s\n", c.capture.c_str(), error_text(r).c_str());
     if (!r.choices.empty()) {
       std::fprintf(stderr, "the connections (requester -> responder):\n");
-      for (const std::string& s : r.choices) std::fprintf(stderr, "  %s\n", s.c_str());
+      for (const replay::ConnectionChoice& s : r.choices) std::fprintf(stderr, "  %s\n", choice_text(s).c_str());
     }
     return 2;
   }
@@ -141,7 +155,7 @@ int run(const ReplayCmdOptions& c) {
     std::fprintf(stderr, "rocelab replay: %s: damaged capture: %s (replayed up to there)\n", c.capture.c_str(),
                  r.damaged.c_str());
   if (!r.error.empty() && r.status == 2)
-    std::fprintf(stderr, "rocelab replay: %s: %s\n", c.capture.c_str(), r.error.c_str());
+    std::fprintf(stderr, "rocelab replay: %s: %s\n", c.capture.c_str(), error_text(r).c_str());
   const double rate = r.wall_seconds > 0 ? static_cast<double>(r.frames) / r.wall_seconds : 0;
   if (c.json) {
     const Json j = {{"type", "result"},
@@ -177,7 +191,7 @@ int run(const ReplayCmdOptions& c) {
               c.capture.c_str());
   std::printf("  connection   %s (%s), the capture's PSN %u is PSN 0 here\n", r.connection.c_str(),
               r.transport.c_str(), r.start_psn);
-  if (!r.other_direction.empty()) std::printf("  other way    %s\n", r.other_direction.c_str());
+  if (r.other_direction) std::printf("  other way    %s\n", choice_text(*r.other_direction).c_str());
   std::printf("  responder    live QP 0x%06x, MTU %u, %llu MR%s spanning %llu bytes (%llu bytes of pages written), "
               "%llu receives posted\n",
               r.live_qpn, r.mtu, static_cast<unsigned long long>(r.mrs), r.mrs == 1 ? "" : "s",

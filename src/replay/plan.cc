@@ -131,12 +131,13 @@ bool make_plan(const ReplayOptions& o, ReplayResult& r, Plan& plan) {
       all.push_back(i);
   auto choice_text = [&](size_t i) {
     const SpaceInfo& s = spaces[i];
-    const uint32_t q = s.req_qpn.value_or(s.resp_qpn);
-    bool alone = true;  // does the QPN name this space alone?
-    for (size_t j : all)
-      if (j != i && spaces[j].req_qpn.value_or(spaces[j].resp_qpn) == q) alone = false;
-    return "--qp " + qpn_text(q) + (alone ? std::string() : " --from " + s.req_addr.to_string()) + "  " + s.name() +
-           "  " + std::string(wire::to_string(s.transport)) + ", " + std::to_string(s.requests) + " requests";
+    ConnectionChoice c;
+    c.qpn = s.req_qpn.value_or(s.resp_qpn);
+    for (size_t j : all)  // does the QPN name this space alone?
+      if (j != i && spaces[j].req_qpn.value_or(spaces[j].resp_qpn) == c.qpn) c.from = s.req_addr.to_string();
+    c.text = s.name() + "  " + std::string(wire::to_string(s.transport)) + ", " + std::to_string(s.requests) +
+             " requests";
+    return c;
   };
   if (all.empty()) return fail("no RC or UC connection with requests in this capture");
   std::vector<size_t> cand;
@@ -165,7 +166,7 @@ bool make_plan(const ReplayOptions& o, ReplayResult& r, Plan& plan) {
     for (size_t i : cand)
       if (i != pick && !spaces[i].connected_to(spaces[pick]) && !spaces[pick].connected_to(spaces[i])) {
         for (size_t j : cand) r.choices.push_back(choice_text(j));
-        return fail("the capture holds several connections: choose one with --qp");
+        return fail("the capture holds several connections: choose one by its QPN");
       }
     for (size_t i : cand)
       if (spaces[i].requests > spaces[pick].requests) pick = i;
@@ -192,7 +193,7 @@ bool make_plan(const ReplayOptions& o, ReplayResult& r, Plan& plan) {
   if (!started) return fail("connection " + r.connection + ": no request starts a message (First or Only)");
   r.start_psn = start_psn;
   r.mtu = plan.mtu;
-  // The live MRs' address ranges, together, within --max-span (their pages
+  // The live MRs' address ranges, together, within the span limit (their pages
   // cost only when written: live_memory.h).
   uint64_t total = 0;
   for (auto& [rkey, m] : mrs) {
@@ -201,10 +202,11 @@ bool make_plan(const ReplayOptions& o, ReplayResult& r, Plan& plan) {
       char b[224];
       std::snprintf(b, sizeof b,
                     "the requests of R_Key 0x%08x reach VA 0x%llx..0x%llx, a span of %llu bytes: the live MRs would "
-                    "span more than --max-span %llu bytes",
+                    "span more than the limit of %llu bytes",
                     rkey, static_cast<unsigned long long>(m.lo), static_cast<unsigned long long>(m.hi - 1),
                     static_cast<unsigned long long>(n),
                     static_cast<unsigned long long>(std::min(o.max_span, kMaxOneSpan)));
+      r.limit = "max_span";
       return fail(b);
     }
     total += n;

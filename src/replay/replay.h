@@ -69,13 +69,23 @@ struct ReplayOptions {
   std::function<void(const Difference&)> on_difference;
 };
 
+// A connection of the capture, one the caller may choose: by the QPN of its
+// requester (or responder), and by the requester's address as well when that
+// QPN names more than one.
+struct ConnectionChoice {
+  uint32_t qpn = 0;
+  std::string from;  // empty when the QPN alone picks it
+  std::string text;  // "10.0.0.1 qp 0x000011 -> 10.0.0.2 qp 0x000012  RC, 12 requests"
+};
+
 struct ReplayResult {
   int status = 0;             // 0: no behavioural difference, 1: some, 2: bad file or arguments
-  std::string error;          // status 2: why
-  std::vector<std::string> choices;  // the connections to choose from with --qp (when ambiguous)
+  std::string error;          // status 2: why (about the capture and these options, in their own words)
+  std::string_view limit;     // status 2 because the capture passes a limit: "max_memory" or "max_span"
+  std::vector<ConnectionChoice> choices;  // the connections to choose from (when ambiguous)
   std::string connection;     // "10.0.0.1 qp 0x000011 -> 10.0.0.2 qp 0x000012"
   std::string transport;      // "RC", "UC"
-  std::string other_direction;  // the connection's other PSN space, if it has requests: "--qp 0x..."
+  std::optional<ConnectionChoice> other_direction;  // the connection's other PSN space, if it has requests
   std::string damaged;        // the file ends in a damaged record (replayed up to there)
   uint64_t frames = 0, packets = 0;  // frames in the file, RoCEv2 packets among them
   uint64_t requests = 0, requests_skipped = 0;  // sent to the live responder; not (before the first message start)

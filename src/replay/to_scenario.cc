@@ -73,8 +73,9 @@ ReplayResult to_scenario(const ReplayOptions& o, const std::string& path) {
     if (n > o.max_memory - std::min(total, o.max_memory)) {
       r.status = 2;
       r.error = "the requests of R_Key " + rkey_text(rkey) + " span " + std::to_string(n) +
-                " bytes: a scenario's MRs are allocated whole, and together they would take more than --max-memory " +
-                std::to_string(o.max_memory) + " bytes";
+                " bytes: a scenario's MRs are allocated whole, and together they would take more than the memory "
+                "limit of " + std::to_string(o.max_memory) + " bytes";
+      r.limit = "max_memory";
       return r;
     }
     total += n;

@@ -459,7 +459,8 @@ TEST(Replay, ASpanOverTheLimitIsAClearError) {
   EXPECT_NE(r.err.find("R_Key 0x00001234 reach VA 0x7f0000001000..0x800000000fff, a span of 1099511627776 bytes"),
             std::string::npos)
       << r.err;
-  EXPECT_NE(r.err.find("more than --max-span 549755813888 bytes"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("more than the limit of 549755813888 bytes (set with --max-span GIB)"), std::string::npos)
+      << r.err;
   EXPECT_EQ(r.result["requests"], "");  // nothing was replayed
 }
 
@@ -474,7 +475,8 @@ TEST(Replay, PagesWrittenOverTheLimitAreAClearError) {
   }
   auto r = t.replay("--max-memory 1");
   EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.err.find("more than --max-memory 1048576 bytes of pages"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("more than the memory limit of 1048576 bytes of pages"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(set with --max-memory MIB)"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("R_Key 0x00001234 passed it at frame 257"), std::string::npos) << r.err;
   // The same capture within the default limit: 400 pages written.
   r = t.replay();
@@ -525,7 +527,7 @@ TEST(Replay, TheFuzzersSpanFindingIsAClearError) {
   auto r = run(wire::testutil::kRocelab + " replay " + quote(finding));
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("R_Key 0x00000104 reach VA 0x1000..0x8000000000001007, a span of 9223372036854775816 bytes: "
-                       "the live MRs would span more than --max-span 1099511627776 bytes"),
+                       "the live MRs would span more than the limit of 1099511627776 bytes (set with --max-span GIB)"),
             std::string::npos)
       << r.err;
 }
