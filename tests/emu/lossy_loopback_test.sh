@@ -8,14 +8,18 @@
 # Usage: lossy_loopback_test.sh ROCELAB
 set -euo pipefail
 rocelab=$1
+. "$(dirname "$0")/../lib/harness.sh"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 "$rocelab" loopback --transport sim --qp-type rc --op all --count 2000 --loss 0.2 --reorder 0.1 \
   --duplicate 0.05 --seed 7 --retry-forever --pcap "$dir/x.pcap" > "$dir/out" 2>&1 || { cat "$dir/out"; exit 1; }
 grep -q "operations 8000, .*errors 0" "$dir/out" || { cat "$dir/out"; exit 1; }
-"$rocelab" decode --summary "$dir/x.pcap" > "$dir/sum"
-grep -Eq "retransmitted PSNs: [1-9]" "$dir/sum" || { cat "$dir/sum"; exit 1; }
-grep -Eq "NAKs: [1-9][0-9]* \(PSN sequence error\)|\(PSN sequence error\) x[1-9]" "$dir/sum" || { cat "$dir/sum"; exit 1; }
+"$rocelab" decode --summary --json "$dir/x.pcap" > "$dir/sum.json"
+# Per PSN space (--summary --json): PSNs sent again, and PSN sequence error NAKs (code 0).
+retx=$(json_of "$dir/sum.json" 'sum(len(o["retransmitted_psns"]) for o in objs if o["type"] == "psn_space")')
+naks=$(json_of "$dir/sum.json" 'sum(o["naks"].get("0", 0) for o in objs if o["type"] == "psn_space")')
+[ "$retx" -gt 0 ] || fail "no retransmitted PSN in the capture"
+[ "$naks" -gt 0 ] || fail "no PSN sequence error NAK in the capture"
 if "$rocelab" loopback --transport sim --qp-type rc --op all --count 10 --loss 1 --retry-cnt 2 \
      --timeout 8 > "$dir/out2" 2>&1; then
   echo "100% loss with retry_cnt 2 exited 0"; cat "$dir/out2"; exit 1

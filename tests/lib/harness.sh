@@ -30,6 +30,11 @@
 #                           shows, e.g. `rocelab run --explain`'s "rocelab:
 #                           rdma_listen on": rdma_cm ports are the emulated
 #                           device's, which ss cannot see.
+#   json_of FILE EXPR       prints the value of the Python expression EXPR over
+#                           `objs`, the JSON objects of FILE (one per line, as
+#                           rocelab's --json writes them): assertions on what a
+#                           command found, not on its prose. E.g.
+#                           json_of d.json 'sum(o["type"] == "packet" and not o["icrc_ok"] for o in objs)'
 #
 # Claims live in $ROCELAB_TEST_CLAIMS (default /tmp/rocelab-test-ports), one
 # directory per port holding the claimant's pid; a claim whose process is gone
@@ -111,4 +116,10 @@ wait_line() {
     sleep 0.05
   done
   return 1
+}
+
+json_of() {
+  python3 -c 'import json, sys
+objs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+print(eval(sys.argv[2], {"objs": objs}))' "$1" "$2"
 }

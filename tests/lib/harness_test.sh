@@ -77,4 +77,9 @@ others+=("$writer")
 check "wait_line for a line written later" "$(wait_line "$lines" "rocelab: rdma_listen on" "$writer"; echo $?)" 0
 kill "$writer"; wait "$writer" 2>/dev/null
 check "wait_line for a line that never comes, its writer gone" "$(wait_line "$lines" "DISCONNECT" "$writer"; echo $?)" 1
+# json_of: an expression over the objects of a file of JSON lines.
+jl=$ROCELAB_TEST_CLAIMS/lines.json
+printf '{"type":"packet","psn":5,"icrc_ok":true}\n{"type":"packet","psn":6,"icrc_ok":false}\n{"type":"file","frames":2}\n' >"$jl"
+check "json_of: packets with a bad ICRC" "$(json_of "$jl" 'sum(o["type"] == "packet" and not o["icrc_ok"] for o in objs)')" 1
+check "json_of: the file's frames" "$(json_of "$jl" '[o["frames"] for o in objs if o["type"] == "file"][0]')" 2
 exit $status

@@ -47,9 +47,10 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 [ $cli_rc = 0 ] && [ $srv_rc = 0 ] || fail "exit client $cli_rc, server $srv_rc"
 grep -q "remote address: LID 0x0000, QPN 0x[0-9a-f]*, PSN 0x[0-9a-f]*, GID $a6" "$work/client.out" || fail "client GID"
 grep -q "100 iters in" "$work/server.out" || fail "server iterations"
-"$rocelab" decode "$work/s.pcap" > "$work/decode" 2>&1 || fail "rocelab decode: $(tail -2 "$work/decode")"
-[ "$(grep -c "$b6 -> $a6 RC SEND" "$work/decode")" -ge 400 ] || fail "IPv6 SENDs in the capture"
-grep -q "BAD ICRC" "$work/decode" && fail "a bad ICRC"
+"$rocelab" decode --json "$work/s.pcap" > "$work/decode.json" 2>"$work/decode.err" || fail "rocelab decode: $(tail -2 "$work/decode.err")"
+sends=$(json_of "$work/decode.json" "sum(o['type'] == 'packet' and o['src'] == '$b6' and o['dst'] == '$a6' and o['opname'].startswith('RC SEND') for o in objs)")
+[ "$sends" -ge 400 ] || fail "IPv6 SENDs $b6 -> $a6 in the capture: $sends"
+[ "$(json_of "$work/decode.json" "sum(o['type'] == 'packet' and not o['icrc_ok'] for o in objs)")" = 0 ] || fail "a bad ICRC"
 n=$(tshark -r "$work/s.pcap" -Y "ipv6 && infiniband.bth.opcode && !_ws.malformed" 2>/dev/null | wc -l)
 [ "$n" -ge 800 ] || fail "tshark decodes $n IPv6 RoCEv2 packets"
 echo "--- server"; cat "$work/server.out"; echo "--- client"; cat "$work/client.out"

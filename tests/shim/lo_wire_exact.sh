@@ -38,9 +38,9 @@ run() {  # NAME [--wire-exact]: ib_write_bw captured on lo into $work/NAME.pcap
 largest() { tshark -r "$1" -T fields -e frame.len 2>/dev/null | sort -n | tail -1; }
 
 run exact --wire-exact
-summary=$("$rocelab" decode --summary "$work/exact.pcap" | sed -n '/^#/p')
-echo "$summary"
-read -r n roce bad malformed <<<"$(echo "$summary" | sed -n 's/.*: \([0-9]*\) frames, \([0-9]*\) RoCEv2 (\([0-9]*\) bad ICRC), \([0-9]*\) malformed.*/\1 \2 \3 \4/p')"
+"$rocelab" decode --json "$work/exact.pcap" | grep '"type":"file"' > "$work/exact.json"
+cat "$work/exact.json"
+read -r n roce bad malformed <<<"$(json_of "$work/exact.json" '" ".join(str(objs[0][k]) for k in ("frames", "roce", "bad_icrc", "malformed"))')"
 check "wire-exact: RoCEv2 frames captured >= 1000 (dumpcap may miss some at full speed)" "$([ "${n:-0}" -ge 1000 ] && echo yes || echo "no: ${n:-0}")" yes
 check "wire-exact: frames that are not RoCEv2" "$((n - roce))" 0
 check "wire-exact: bad ICRCs" "$bad" 0

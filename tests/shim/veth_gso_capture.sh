@@ -43,10 +43,9 @@ kill "$cap_pid"; wait "$cap_pid" 2>/dev/null; cap_pid=""
 check "client's exit status" "$crc" 0
 check "server's exit status" "$src" 0
 grep -E "^ 65536 +500 " "$work/client.out" || { echo "FAIL: no result line"; status=1; }
-summary=$("$rocelab" decode --summary "$work/link.pcap" | sed -n '/^#/p')
-echo "$summary"
-frames=$(echo "$summary" | sed -n 's/.*: \([0-9]*\) frames, \([0-9]*\) RoCEv2 (\([0-9]*\) bad ICRC), \([0-9]*\) malformed.*/\1 \2 \3 \4/p')
-read -r n roce bad malformed <<<"$frames"
+"$rocelab" decode --json "$work/link.pcap" | grep '"type":"file"' > "$work/link.json"
+cat "$work/link.json"
+read -r n roce bad malformed <<<"$(json_of "$work/link.json" '" ".join(str(objs[0][k]) for k in ("frames", "roce", "bad_icrc", "malformed"))')"
 check "RoCEv2 frames captured on the link >= 16000 (500 x 64 sent; dumpcap may miss some)" "$([ "${n:-0}" -ge 16000 ] && echo yes || echo "no: ${n:-0}")" yes
 check "frames that are not RoCEv2" "$((n - roce))" 0
 check "bad ICRCs" "$bad" 0
