@@ -85,37 +85,38 @@ net_of() {
   echo "127.$(($1 % 250 + 1)).$(($1 / 250 % 250 + 1))"
 }
 
-wait_tcp_listen() {
-  local port=$1 pid=$2
-  shift 2
+# Runs CMD... every 50 ms until it succeeds (0), PID has died (1) or 20 s
+# have passed (1).
+_wait_until() {
+  local pid=$1
+  shift
   for _ in $(seq 1 400); do
-    "$@" ss -Hltn "sport = :$port" | grep -q . && return 0
+    "$@" && return 0
     kill -0 "$pid" 2>/dev/null || return 1
     sleep 0.05
   done
   return 1
+}
+
+# Whether CMD... prints anything.
+_prints() { "$@" | grep -q .; }
+
+wait_tcp_listen() {
+  local port=$1 pid=$2
+  shift 2
+  _wait_until "$pid" _prints "$@" ss -Hltn "sport = :$port"
 }
 
 wait_udp_bound() {
   local addr=$1 port=$2 pid=$3
   shift 3
   [[ $addr == *:* ]] && addr="[$addr]"
-  for _ in $(seq 1 400); do
-    "$@" ss -Hlun "src $addr:$port" | grep -q . && return 0
-    kill -0 "$pid" 2>/dev/null || return 1
-    sleep 0.05
-  done
-  return 1
+  _wait_until "$pid" _prints "$@" ss -Hlun "src $addr:$port"
 }
 
 wait_line() {
   local file=$1 re=$2 pid=$3
-  for _ in $(seq 1 400); do
-    grep -Eq -- "$re" "$file" 2>/dev/null && return 0
-    kill -0 "$pid" 2>/dev/null || return 1
-    sleep 0.05
-  done
-  return 1
+  _wait_until "$pid" grep -Eq -- "$re" "$file" 2>/dev/null
 }
 
 json_of() {
