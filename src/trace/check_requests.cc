@@ -225,7 +225,7 @@ void Analyzer::on_request(int si, const TracePacket& p) {
   bool consumed_known = true;
   if (a.info.is(OpClass::kRead)) {
     if (s.mtu != 0) {
-      consumed = std::max<uint32_t>(1, (a.h.reth.dma_len + s.mtu - 1) / s.mtu);
+      consumed = read_responses(a.h.reth.dma_len, s.mtu);
     } else {
       consumed_known = false;
     }

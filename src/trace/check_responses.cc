@@ -32,8 +32,8 @@ Space::Read* read_of(const At& a) {
   if (it == s.reads.begin()) return nullptr;
   Space::Read* r = &std::prev(it)->second;
   if (s.mtu != 0) {
-    const uint32_t want = std::max<uint32_t>(1, (r->length + s.mtu - 1) / s.mtu);
-    if (a.psn.distance(r->first_resp) >= static_cast<int32_t>(want)) return nullptr;  // beyond that READ
+    if (a.psn.distance(r->first_resp) >= static_cast<int32_t>(read_responses(r->length, s.mtu)))
+      return nullptr;  // beyond that READ
   }
   return r;
 }
@@ -43,7 +43,7 @@ Space::Read* read_of(const At& a) {
 void read_complete(const At& a, const Space::Read& r, uint32_t count) {
   const uint32_t mtu = a.s.mtu;
   if (mtu != 0) {
-    const uint32_t want = std::max<uint32_t>(1, (r.length + mtu - 1) / mtu);
+    const uint32_t want = read_responses(r.length, mtu);
     if (count != want)
       a.report(rule::kReadCount, {a.p.number, r.no},
                a.where() + "the READ " + num(r.no) + " of " + std::to_string(r.length) + " bytes got " +

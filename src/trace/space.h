@@ -153,6 +153,12 @@ void forget_old(Map& m, wire::Psn newest) {
   while (m.size() > 2 * kWindow) m.erase(m.begin());
 }
 
+// A READ of `length` bytes is answered by this many responses (and reserves
+// as many PSNs): one per path MTU, at least one.
+inline uint32_t read_responses(uint32_t length, uint32_t mtu) {
+  return std::max<uint32_t>(1, (length + mtu - 1) / mtu);
+}
+
 // icrc.bad: the packet's ICRC does not match (requests and responses alike).
 inline void icrc_bad(const Analyzer::At& a) {
   if (!a.p.icrc_ok) a.report(rule::kIcrcBad, {a.p.number}, a.where() + a.what() + ": the ICRC does not match");
