@@ -45,8 +45,7 @@ std::unique_ptr<LiveResponder> LiveResponder::create(const ResponderSetup& s, Me
   }
   // Receive buffers: a ring of slots, each reposted as soon as it completes.
   lr->slot_len_ = std::max<uint64_t>(s.max_send, 1);
-  if (lr->slot_len_ > s.max_memory || lr->slot_len_ > (1ull << 31))
-    return fail("a SEND of " + std::to_string(lr->slot_len_) + " bytes: over the memory limit (or 2 GiB)");
+  if (lr->slot_len_ > (1ull << 31)) return fail("a SEND of " + std::to_string(lr->slot_len_) + " bytes: over 2 GiB");
   const uint32_t slots = static_cast<uint32_t>(
       std::clamp<uint64_t>(std::min<uint64_t>(s.recv_needed, (64ull << 20) / lr->slot_len_), 1, kRecvSlots));
   lr->recv_needed_ = s.recv_needed != 0;

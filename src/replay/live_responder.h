@@ -27,8 +27,7 @@ struct ResponderSetup {
   uint32_t req_qpn = 0;          // the requester's QPN the responses go to
   uint32_t mtu = 1024;           // the path MTU
   uint64_t recv_needed = 0;      // receives the capture's requests consume
-  uint64_t max_send = 0;         // the largest SEND, for the receive buffers
-  uint64_t max_memory = 0;       // the receive buffers stay within this
+  uint64_t max_send = 0;         // the largest SEND: a receive buffer's size (at most 2 GiB)
   emu::PacketTap* tap = nullptr; // records what the responder sends and receives
 };
 

@@ -83,7 +83,10 @@ ReplayResult replay_capture(const ReplayOptions& o) {
   rs.mtu = r.mtu;
   rs.recv_needed = plan.recv_needed;
   rs.max_send = plan.max_send;
-  rs.max_memory = o.max_memory;
+  if (plan.max_send > o.max_memory)
+    return fail("a SEND of " + std::to_string(plan.max_send) + " bytes: more than the memory limit of " +
+                    std::to_string(o.max_memory) + " bytes",
+                "max_memory");
   // (Declared before the responder, which records into them until it goes.)
   std::optional<capture::PcapWriter> writer;
   std::unique_ptr<emu::PcapTap> tap;
@@ -97,7 +100,7 @@ ReplayResult replay_capture(const ReplayOptions& o) {
   }
   std::string why;
   std::unique_ptr<detail::LiveResponder> live = detail::LiveResponder::create(rs, mem, &why);
-  if (!live) return fail(why, why.starts_with("a SEND of") ? "max_memory" : "");
+  if (!live) return fail(why);
   r.mrs = mem.mrs().size();
   r.mr_bytes = live->mr_bytes();
   r.receives = live->receives_posted();
