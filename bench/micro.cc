@@ -8,6 +8,7 @@
 
 #include "emu/connect.h"
 #include "testbed/testbed.h"
+#include "tests/fuzz/victim.h"
 #include "wire/frame.h"
 #include "wire/icrc.h"
 #include "wire/packet.h"
@@ -127,6 +128,29 @@ void BM_EngineWrite64OnTheFabric(benchmark::State& state) {
                                                     benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_EngineWrite64OnTheFabric);
+
+// The engine fuzzer's per-input set-up (tests/fuzz/victim.h): a victim built
+// for the input, or one victim reset before it (what fuzz_engine_recv does).
+// Each runs the empty input and the memory check, so the difference is the
+// set-up alone.
+void BM_FuzzVictimBuilt(benchmark::State& state) {
+  for (auto _ : state) {
+    fuzz::Victim v;
+    v.run({});
+    v.check_memory();
+  }
+}
+BENCHMARK(BM_FuzzVictimBuilt);
+
+void BM_FuzzVictimReset(benchmark::State& state) {
+  fuzz::Victim v;
+  for (auto _ : state) {
+    v.reset();
+    v.run({});
+    v.check_memory();
+  }
+}
+BENCHMARK(BM_FuzzVictimReset);
 
 }  // namespace
 

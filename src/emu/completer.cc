@@ -116,7 +116,7 @@ CompState do_read(QpImpl& qp, Scratch& s) {
     s.status = WcStatus::kBadRespErr;  // more data than asked for
     return CompState::kErrorNak;
   }
-  scatter(w.segs.data(), w.num_segs, off, s.pkt.payload.data(), len);
+  scatter(w.segs, w.num_segs, off, s.pkt.payload.data(), len);
   qp.comp.psn = s.psn + 1;
   if (s.psn == w.last_psn) return CompState::kCompWqe;
   return CompState::kUpdateComp;
@@ -126,7 +126,7 @@ CompState do_atomic(QpImpl&, Scratch& s) {
   SendWqe& w = *s.w;
   std::byte orig[8];
   std::memcpy(orig, &s.pkt.hdr.atomic_ack_eth.orig, 8);  // host order, as the CPU reads it
-  scatter(w.segs.data(), w.num_segs, 0, orig, 8);
+  scatter(w.segs, w.num_segs, 0, orig, 8);
   return CompState::kCompWqe;
 }
 

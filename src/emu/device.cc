@@ -2,6 +2,7 @@
 // helper thread, async events.
 #include "emu/device.h"
 
+#include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -188,6 +189,53 @@ Result<std::unique_ptr<Device>> Device::create(std::unique_ptr<Transport> transp
 }
 
 Device::Device(std::unique_ptr<Engine> e) : engine_(std::move(e)) {}
+
+void Device::reset() {
+  Engine& e = *engine_;
+  std::lock_guard lk(e.mu);
+  // QPs first: they point at the CQs, SRQs and PDs (and their timers go with them).
+  e.qps.clear();
+  e.qp_by_num.clear();
+  e.mws.clear();
+  e.mw_by_index.clear();
+  e.mrs.clear();
+  e.mr_by_key.clear();
+  e.srqs.clear();
+  e.srq_by_num.clear();
+  e.cqs.clear();
+  for (auto& ch : e.channels) ::close(ch->efd);
+  e.channels.clear();
+  e.ahs.clear();
+  e.xrcds.clear();
+  e.pds.clear();
+  e.next_qpn = 0x11;
+  e.next_mr_index = e.next_pd_handle = e.next_srq_num = 1;
+  for (const Engine::McastGroup& g : e.mcast) e.transport->leave_group(g.addr);
+  e.mcast.clear();
+  e.mcast_attached = 0;
+  e.tx.n = 0;
+  e.ack_list.clear();
+  e.inflight_psns = 0;
+  e.starved.clear();
+  e.gone_peers = UnreachableSet{};
+  e.gsi = nullptr;
+  e.gsi_psn = 0;
+  e.counters = Counters{};
+  e.warned = {};
+  {
+    // The eventfd counts the queued events: read it down to zero.
+    std::lock_guard alk(e.async_mu);
+    pollfd pfd{e.async_efd, POLLIN, 0};
+    uint64_t v = 0;
+    while (::poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN) && ::read(e.async_efd, &v, sizeof v) == sizeof v) {
+    }
+    e.async_q.clear();
+  }
+  AsyncEvent ev;
+  ev.event_type = EventType::kPortActive;
+  ev.port_num = kPortNum;
+  e.raise_async(ev);
+}
 Device::~Device() = default;
 
 const std::string& Device::name() const { return engine_->cfg.name; }

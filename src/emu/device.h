@@ -125,6 +125,17 @@ class Device {
   std::error_code attach_mcast(Qp* qp, const Gid& gid);
   std::error_code detach_mcast(Qp* qp, const Gid& gid);
 
+  // Back to the state create() returned it in, on the same transport: every
+  // object destroyed (handles into it dangle; its completion channels' fds are
+  // closed), QPNs, R_Keys, PD handles and SRQ numbers counted from the start
+  // again, counters zero, no deferred ACK, in-flight budget or unreachable
+  // peer remembered, unsent frames dropped, multicast groups left, the GSI
+  // client removed, and the async queue holding PORT_ACTIVE alone. What the
+  // device was configured with stays (name, MTU, tap, event sink). The same
+  // calls after a reset give the same QPNs and keys as on a new device: what
+  // a fuzzer needs to run one input after another on one device.
+  void reset();
+
   // Drives progress once without blocking: due timers, then received packets.
   // Returns the number of datagrams and timers processed.
   size_t progress();

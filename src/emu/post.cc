@@ -63,10 +63,10 @@ std::error_code prepare_wqe(QpImpl& qp, const SendWr& wr, SendWqe& w) {
   if (is_inline) {
     size_t off = 0;
     for (const Sge& s : sges) {
-      if (s.length) std::memcpy(w.inline_buf.data() + off, reinterpret_cast<const void*>(s.addr), s.length);
+      if (s.length) std::memcpy(w.inline_buf + off, reinterpret_cast<const void*>(s.addr), s.length);
       off += s.length;
     }
-    w.segs[0] = {w.inline_buf.data(), w.length};
+    w.segs[0] = {w.inline_buf, w.length};
     w.num_segs = 1;
   } else {
     // Local protection (IBTA 10.6.3): the lkey names an MR of this PD that covers

@@ -95,9 +95,11 @@ Result<Qp*> Device::create_qp(Pd* pd, const QpInitAttr& a) {
   q.sport = *sport;
 
   q.sq.resize(std::max<uint32_t>(q.cap_.max_send_wr, 1));  // an XRC target posts nothing; never empty
-  for (SendWqe& w : q.sq) {
-    w.segs.resize(q.cap_.max_send_sge);
-    w.inline_buf.resize(q.cap_.max_inline_data);
+  q.sq_segs.resize(q.sq.size() * q.cap_.max_send_sge);
+  q.sq_inline.resize(q.sq.size() * q.cap_.max_inline_data);
+  for (size_t i = 0; i < q.sq.size(); ++i) {
+    q.sq[i].segs = q.sq_segs.data() + i * q.cap_.max_send_sge;
+    q.sq[i].inline_buf = q.sq_inline.data() + i * q.cap_.max_inline_data;
   }
   if (has_rq) q.rq.init(q.cap_.max_recv_wr, q.cap_.max_recv_sge);
   // An XRC target takes WQEs from any XRC SRQ of its domain: room for the most SGEs one may have.

@@ -24,9 +24,9 @@ struct Seg {
 
 struct SendWqe {
   SendWr wr;                       // sg_list is not kept: see segs
-  std::vector<Seg> segs;           // max_send_sge entries, allocated at creation
+  Seg* segs = nullptr;             // max_send_sge entries of QpImpl::sq_segs
   uint32_t num_segs = 0;
-  std::vector<std::byte> inline_buf;  // max_inline_data bytes, allocated at creation
+  std::byte* inline_buf = nullptr;  // max_inline_data bytes of QpImpl::sq_inline
   uint32_t length = 0;             // message length in bytes
   bool signaled = false;
   WcStatus local_error = WcStatus::kSuccess;  // found at post: completes in error
@@ -132,6 +132,10 @@ class QpImpl final : public Qp {
   std::string refusal;   // why the last refused verb was refused (Qp::last_refusal)
 
   std::vector<SendWqe> sq;  // max_send_wr entries
+  // Their SGEs and inline data, max_send_sge and max_inline_data a WQE, in one
+  // allocation each at creation (never resized: the WQEs point into them).
+  std::vector<Seg> sq_segs;
+  std::vector<std::byte> sq_inline;
   uint64_t sq_head = 0, sq_tail = 0;  // [head, tail): posted and not completed
   RecvQueue rq;
 

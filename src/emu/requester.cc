@@ -98,7 +98,7 @@ void send_packet(QpImpl& qp, SendWqe& w) {
       qp.req.noack_pkts = 0;
     }
   }
-  const Seg* segs = w.segs.data();
+  const Seg* segs = w.segs;
   const uint32_t nseg = w.num_segs;
   e.emit(qp, ip, h, len, [&](std::byte* dst) { gather(segs, nseg, off, dst, len); });
 }

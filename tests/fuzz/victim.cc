@@ -76,8 +76,6 @@ void must(std::error_code ec, const char* what) {
 }  // namespace
 
 Victim::Victim() {
-  Arena& a = arena();
-  std::memcpy(a.mem.data(), a.pattern.data(), a.size);
   scratch_.resize(wire::kMaxRoceLen + 64);
 
   // The peer and a stranger are bare ports on the fabric: the input's packets
@@ -88,6 +86,26 @@ Victim::Victim() {
   if (!peer_ || !stranger_) die("ports");
   dev_ = bed_.make_device(kVictimAddr, 0, DeviceConfig{}, nullptr, nullptr, &why);
   if (!dev_) die("device");
+  setup();
+}
+
+Victim::~Victim() = default;
+
+void Victim::reset() {
+  dev_->reset();
+  must(fabric_.reset(), "fabric reset");
+  qp_objs_.clear();
+  cqs_.clear();
+  qps_.clear();
+  mr_infos_.clear();
+  rw_mr_ = nullptr;
+  rw_at_dereg_.clear();
+  setup();
+}
+
+void Victim::setup() {
+  Arena& a = arena();
+  std::memcpy(a.mem.data(), a.pattern.data(), a.size);
 
   Pd* pd = must(dev_->alloc_pd(), "pd");
   Pd* pd2 = must(dev_->alloc_pd(), "pd2");
@@ -210,8 +228,6 @@ Victim::Victim() {
   pump();
 }
 
-Victim::~Victim() = default;
-
 void Victim::pump() {
   std::array<Wc, 32> wc;
   const RecvHandler discard = [](const Datagram&) {};
@@ -313,38 +329,45 @@ size_t Victim::bytes_changed(Region r) {
 }
 
 std::byte& Victim::arena_byte(size_t offset) { return arena().mem.at(offset); }
+size_t Victim::arena_size() { return arena().size; }
+
+namespace {
+// The offset of the first byte where x and y differ, or n (memcmp first: the
+// check runs after every input, and nearly always finds nothing).
+size_t first_difference(const std::byte* x, const std::byte* y, size_t n) {
+  if (std::memcmp(x, y, n) == 0) return n;
+  size_t i = 0;
+  while (x[i] == y[i]) ++i;
+  return i;
+}
+}  // namespace
 
 void Victim::check_memory() const {
   Arena& a = arena();
   if (rw_mr_ == nullptr && !rw_at_dereg_.empty()) {
-    for (size_t i = 0; i < kRegionLen[kRw]; ++i) {
-      if (a.at(kRw)[i] != rw_at_dereg_[i]) {
-        std::fprintf(stderr, "byte %zu of the %s changed after it was deregistered\n", i,
-                     kRegionNames[kRw]);
-        std::abort();
-      }
+    const size_t i = first_difference(a.at(kRw), rw_at_dereg_.data(), kRegionLen[kRw]);
+    if (i != kRegionLen[kRw]) {
+      std::fprintf(stderr, "byte %zu of the %s changed after it was deregistered\n", i, kRegionNames[kRw]);
+      std::abort();
     }
   }
   size_t prev_end = 0;
   for (int r = 0; r <= kNumRegions; ++r) {
     const size_t start = r < kNumRegions ? a.off[r] : a.size;
     // The guard bytes before region r (after the last region for r == kNumRegions).
-    for (size_t i = prev_end; i < start; ++i) {
-      if (a.mem[i] != a.pattern[i]) {
-        std::fprintf(stderr, "guard byte at arena offset %zu changed (before %s)\n", i,
-                     r < kNumRegions ? kRegionNames[r] : "the end");
-        std::abort();
-      }
+    const size_t g = first_difference(&a.mem[prev_end], &a.pattern[prev_end], start - prev_end);
+    if (g != start - prev_end) {
+      std::fprintf(stderr, "guard byte at arena offset %zu changed (before %s)\n", prev_end + g,
+                   r < kNumRegions ? kRegionNames[r] : "the end");
+      std::abort();
     }
     if (r == kNumRegions) break;
     prev_end = start + kRegionLen[r];
     if (kMayChange[r]) continue;
-    for (size_t i = start; i < prev_end; ++i) {
-      if (a.mem[i] != a.pattern[i]) {
-        std::fprintf(stderr, "byte %zu of the %s changed: the peer had no right to it\n", i - start,
-                     kRegionNames[r]);
-        std::abort();
-      }
+    const size_t i = first_difference(&a.mem[start], &a.pattern[start], kRegionLen[r]);
+    if (i != kRegionLen[r]) {
+      std::fprintf(stderr, "byte %zu of the %s changed: the peer had no right to it\n", i, kRegionNames[r]);
+      std::abort();
     }
   }
 }

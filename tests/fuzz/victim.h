@@ -2,8 +2,11 @@
 // device, the victim, on the simulated fabric, with QPs of every type in every
 // state, registered MRs of every kind of access, posted receives and
 // outstanding requests; and two attacker ports that send it whatever the
-// fuzzer says. Built afresh for every input (deterministic: the same input
-// does the same thing), so a crash reproduces from its input alone.
+// fuzzer says. Built once; reset() before each input returns the device, the
+// fabric and the memory to where they were when it was built (Device::reset,
+// SimFabric::reset, then the same objects made again: the same QPNs, R_Keys
+// and PSNs), so the same input does the same thing every time and a crash
+// reproduces from its input alone.
 //
 // The invariant (check_memory): after an input, no byte changed outside the
 // memory the victim registered for the peer to change — an MR with
@@ -67,6 +70,9 @@ class Victim {
   Victim(const Victim&) = delete;
   Victim& operator=(const Victim&) = delete;
 
+  // Back to the state the constructor left: every object made again, the
+  // arena's bytes restored, the clock at zero.
+  void reset();
   // Runs one input (the format above).
   void run(std::span<const uint8_t> input);
   // Aborts with a report when a byte changed that the peer had no right to change.
@@ -78,12 +84,15 @@ class Victim {
   static size_t bytes_changed(Region r);
   // A byte of the arena (offset from its start; the guard before kRw is 0..63), for tests.
   static std::byte& arena_byte(size_t offset);
+  static size_t arena_size();
   emu::Counters counters() const { return dev_->counters(); }
+  emu::Nanos now() const { return fabric_.now(); }  // the fabric's virtual clock
 
   const std::vector<QpInfo>& qps() const { return qps_; }
   const std::vector<MrInfo>& mrs() const { return mr_infos_; }  // every rkey an attacker might try
 
  private:
+  void setup();  // the objects and the outstanding requests
   void send(uint8_t kind, uint8_t qp, std::span<const uint8_t> bytes);
   void pump();
   void advance(emu::Nanos dt);

@@ -4,6 +4,9 @@
 // check does fail when a byte it guards changes.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tests/fuzz/victim.h"
@@ -84,6 +87,61 @@ TEST(FuzzVictim, WriteAfterDeregChangesNothingMore) {
   for (size_t i = 0; i < 1024; ++i)  // the FIRST packet landed
     ASSERT_EQ(static_cast<uint8_t>(Victim::arena_byte(kRwStart + i)), 0xAA) << i;
   v.check_memory();  // aborts if a byte of the MR changed after its deregistration
+}
+
+std::vector<std::pair<std::string, uint64_t>> counter_list(const emu::Counters& c) {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  c.for_each([&](std::string_view name, uint64_t v) { out.emplace_back(std::string(name), v); });
+  return out;
+}
+
+// What an input left: the clock, the counters and the arena's bytes.
+struct Trace {
+  emu::Nanos now;
+  std::vector<std::pair<std::string, uint64_t>> counters;
+  std::vector<std::byte> arena;
+  bool operator==(const Trace&) const = default;
+};
+Trace trace_of(const Victim& v) {
+  Trace t{v.now(), counter_list(v.counters()), {}};
+  for (size_t i = 0; i < Victim::arena_size(); ++i) t.arena.push_back(Victim::arena_byte(i));
+  return t;
+}
+
+// The fuzz target runs every input on one victim, reset in between: the
+// input must do what it does on a victim built for it alone.
+TEST(FuzzVictim, AResetVictimIsTheVictimItWasBuiltAs) {
+  Victim v;
+  const auto qps = v.qps();
+  const auto mrs = v.mrs();
+  const MrInfo& rw = mrs[Victim::kRw];
+  std::vector<uint8_t> in = write_pkt(0x06, 0, rw.rkey, rw.iova, 2048, std::vector<uint8_t>(1024, 0xAA));
+  in.insert(in.end(), {kRecTime, 20, 0, 0});   // a millisecond: retransmits, ACK timers
+  in.insert(in.end(), {kRecLocal, 3, 0, 0});   // QP 1 to ERR
+  in.insert(in.end(), {kRecLocal, 0, 0, 0});   // the remote-write MR deregistered
+  const auto more = write_only(rw.rkey, rw.iova + 8, kPayload, /*qp=*/0);
+  in.insert(in.end(), more.begin(), more.end());
+  in.insert(in.end(), {kRecTime, 24, 0, 0});
+
+  v.run(in);
+  const Trace first = trace_of(v);
+  EXPECT_GT(Victim::bytes_changed(Victim::kRw), 0u);
+  v.reset();
+  for (int r = 0; r < Victim::kNumRegions; ++r) EXPECT_EQ(Victim::bytes_changed(Victim::Region(r)), 0u) << r;
+  ASSERT_EQ(v.qps().size(), qps.size());
+  for (size_t i = 0; i < qps.size(); ++i) {
+    EXPECT_EQ(v.qps()[i].qpn, qps[i].qpn);
+    EXPECT_EQ(v.qps()[i].state, qps[i].state);
+  }
+  ASSERT_EQ(v.mrs().size(), mrs.size());
+  for (size_t i = 0; i < mrs.size(); ++i) EXPECT_EQ(v.mrs()[i].rkey, mrs[i].rkey);
+
+  v.run(in);
+  EXPECT_EQ(trace_of(v), first);
+  v.check_memory();
+  Victim fresh;
+  fresh.run(in);
+  EXPECT_EQ(trace_of(fresh), first);
 }
 
 TEST(FuzzVictimDeathTest, MemoryCheckCatchesAGuardByte) {

@@ -128,6 +128,16 @@ class SimPort final : public Transport {
     return t;
   }
   size_t pending() const { return arrivals_.size(); }
+  bool timers_armed() const { return timers_.armed_count() != 0; }
+  // SimFabric::reset: what is in flight to this port, its stats, its link.
+  void reset() {
+    for (const Arrival& a : arrivals_) fabric_.pool_.release(a.buf);
+    arrivals_.clear();
+    busy_until_ = Nanos{0};
+    woken_.store(false);
+    stats_ = TransportStats{};
+    unreachable_ = UnreachableSet{};
+  }
 
  private:
   struct Arrival {
@@ -193,6 +203,16 @@ Nanos SimFabric::advance(Nanos deadline) {
   const Nanos target = std::min(next_event(), deadline);
   if (target > now_) now_ = target;
   return now_;
+}
+
+std::error_code SimFabric::reset() {
+  for (const SimPort* p : ports_)
+    if (p->timers_armed()) return std::make_error_code(std::errc::device_or_resource_busy);
+  for (SimPort* p : ports_) p->reset();
+  now_ = cfg_.start;
+  next_seq_ = 0;
+  stats_ = SimFabricStats{};
+  return {};
 }
 
 bool SimFabric::run_until(const std::function<bool()>& done, Nanos deadline,

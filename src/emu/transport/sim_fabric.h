@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <system_error>
 #include <vector>
 
 #include "emu/transport/datagram_pool.h"
@@ -70,6 +71,14 @@ class SimFabric {
   // Moves the clock forward to min(next_event(), deadline); never backwards.
   // Returns the new time.
   Nanos advance(Nanos deadline);
+
+  // Back to the state the fabric was made in, with the same ports attached:
+  // nothing in flight (dropped, uncounted), the clock at config().start,
+  // the fabric's and every port's stats zero, no unreachable address
+  // remembered, every link idle. Multicast memberships stay (the devices
+  // joined them). EBUSY, and nothing changed, while a timer is armed on a
+  // port: the objects that own the timers go first (Device::reset).
+  std::error_code reset();
 
   // Drives a simulation: repeatedly calls step() (which must poll every port
   // of interest), stops with true as soon as done() holds, otherwise advances
