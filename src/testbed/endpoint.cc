@@ -24,6 +24,7 @@ std::string Endpoint::open(const EndpointSpec& spec) {
   auto m = dev->reg_mr(pd, buf.data(), buf.size(), iova, spec.access);
   if (!m) return failed("reg_mr", m.error());
   mr = *m;
+  if (!spec.with_qp) return {};
   emu::QpInitAttr ia;
   ia.send_cq = scq;
   ia.recv_cq = rcq;

@@ -22,6 +22,7 @@ struct EndpointSpec {
   emu::QpCap cap = {64, 64, 4, 4, 64};
   bool channel = false;                    // the CQs report to a completion channel
   std::optional<uint64_t> iova;            // the MR's I/O virtual address; default: the buffer's address
+  bool with_qp = true;                     // false: no QP (rdma_cm's sides make one per connection)
 };
 
 struct Endpoint {

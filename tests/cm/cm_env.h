@@ -17,6 +17,7 @@
 #include "cm/rdma_cm.h"
 #include "emu/device.h"
 #include "emu/transport/fault_config.h"
+#include "testbed/endpoint.h"
 #include "testbed/testbed.h"
 
 namespace rocelab::cm::test {
@@ -26,14 +27,11 @@ using Nanos = std::chrono::nanoseconds;
 
 using testbed::Net;
 
-struct Side {
-  std::unique_ptr<emu::Device> dev;
+// A process: its device and objects (testbed::Endpoint without a QP: make_qp
+// adds one per connection) and its CM with one event channel.
+struct Side : testbed::Endpoint {
   std::unique_ptr<Cm> cm;
-  ChannelHandle ch = 0;
-  emu::Pd* pd = nullptr;
-  emu::Cq* cq = nullptr;
-  std::vector<std::byte> buf;
-  emu::Mr* mr = nullptr;
+  ChannelHandle cm_ch = 0;
   wire::IpAddr addr() const { return dev->address(); }
   SockAddr at(uint16_t port) const { return {dev->address(), port}; }
 };
@@ -67,11 +65,10 @@ class CmEnv {
       return s;
     }
     devs_.push_back(s.dev.get());
-    s.pd = *s.dev->alloc_pd();
-    s.cq = *s.dev->create_cq(256, nullptr, 0);
-    s.buf.assign(4096, std::byte{0});
-    s.mr = *s.dev->reg_mr(s.pd, s.buf.data(), s.buf.size(), reinterpret_cast<uint64_t>(s.buf.data()),
-                          emu::access::kLocalWrite | emu::access::kRemoteWrite | emu::access::kRemoteRead);
+    testbed::EndpointSpec spec;
+    spec.access = emu::access::kLocalWrite | emu::access::kRemoteWrite | emu::access::kRemoteRead;
+    spec.with_qp = false;
+    EXPECT_EQ(s.open(spec), "");
     if (!with_cm) return s;
     if (net_ == Net::kSim) {
       cfg.route = [](const emu::Device&, const wire::IpAddr&) { return RouteVerdict::kReachable; };
@@ -79,7 +76,7 @@ class CmEnv {
     }
     s.cm = std::make_unique<Cm>(cfg);
     EXPECT_FALSE(s.cm->add_device(*s.dev));
-    s.ch = *s.cm->create_channel();
+    s.cm_ch = *s.cm->create_channel();
     return s;
   }
 
@@ -99,12 +96,12 @@ class CmEnv {
     const auto wall = std::chrono::steady_clock::now();
     for (;;) {
       Event ev;
-      if (!s.cm->get_event(s.ch, &ev)) return ev;
+      if (!s.cm->get_event(s.cm_ch, &ev)) return ev;
       if (net_ == Net::kSim ? bed_.now() - start > budget
                                  : std::chrono::steady_clock::now() - wall > std::chrono::seconds(20))
         return std::nullopt;
       if (!step()) {
-        if (!s.cm->get_event(s.ch, &ev)) return ev;
+        if (!s.cm->get_event(s.cm_ch, &ev)) return ev;
         return std::nullopt;
       }
     }
@@ -133,8 +130,8 @@ class CmEnv {
 
 inline emu::Qp* make_qp(Side& s, emu::QpType t = emu::QpType::kRC) {
   emu::QpInitAttr ia;
-  ia.send_cq = s.cq;
-  ia.recv_cq = s.cq;
+  ia.send_cq = s.scq;
+  ia.recv_cq = s.rcq;
   ia.qp_type = t;
   ia.cap = {16, 16, 1, 1, 0};
   auto qp = s.dev->create_qp(s.pd, ia);
@@ -171,7 +168,7 @@ struct Conn {
 
 inline void listen_on(CmEnv& env, Side& b, IdHandle* lid, int backlog = 8) {
   (void)env;
-  auto l = b.cm->create_id(b.ch, PortSpace::kTcp, emu::QpType::kRC);
+  auto l = b.cm->create_id(b.cm_ch, PortSpace::kTcp, emu::QpType::kRC);
   ASSERT_TRUE(l.ok());
   *lid = *l;
   ASSERT_FALSE(b.cm->bind(*lid, b.at(kPort)));
@@ -180,7 +177,7 @@ inline void listen_on(CmEnv& env, Side& b, IdHandle* lid, int backlog = 8) {
 
 inline IdHandle resolve(CmEnv& env, Side& a, const SockAddr& dst, PortSpace ps = PortSpace::kTcp,
                  emu::QpType t = emu::QpType::kRC) {
-  auto id = a.cm->create_id(a.ch, ps, t);
+  auto id = a.cm->create_id(a.cm_ch, ps, t);
   EXPECT_TRUE(id.ok());
   EXPECT_FALSE(a.cm->resolve_addr(*id, std::nullopt, dst, 2000));
   env.expect_event(a, EventType::kAddrResolved);
@@ -253,7 +250,7 @@ inline void send_a_to_b(CmEnv& env, Side& a, Side& b, const Conn& c, const std::
   const auto wall = std::chrono::steady_clock::now();
   while (!got && std::chrono::steady_clock::now() - wall < 20s) {
     emu::Wc wc[4];
-    const int k = b.cq->poll(std::span<emu::Wc>(wc, 4));
+    const int k = b.rcq->poll(std::span<emu::Wc>(wc, 4));
     for (int i = 0; i < k; ++i)
       if (wc[i].wr_id == 7) {
         EXPECT_EQ(wc[i].status, emu::WcStatus::kSuccess);

@@ -161,8 +161,8 @@ TEST_P(CmTest, CrossedDisconnectRequests) {
   EXPECT_EQ(db.status, 0);
   env.run_for(50ms);
   Event more;
-  EXPECT_EQ(a.cm->get_event(a.ch, &more), std::errc::resource_unavailable_try_again);
-  EXPECT_EQ(b.cm->get_event(b.ch, &more), std::errc::resource_unavailable_try_again);
+  EXPECT_EQ(a.cm->get_event(a.cm_ch, &more), std::errc::resource_unavailable_try_again);
+  EXPECT_EQ(b.cm->get_event(b.cm_ch, &more), std::errc::resource_unavailable_try_again);
 }
 
 TEST_P(CmTest, ManyConnectionsOnOneListener) {
@@ -228,7 +228,7 @@ TEST_P(CmTest, BacklogFullRejectsTheRest) {
   for (int i = 0; i < 4; ++i) {
     env.run_for(100ms);
     Event ev;
-    if (!as[i].cm->get_event(as[i].ch, &ev)) {
+    if (!as[i].cm->get_event(as[i].cm_ch, &ev)) {
       EXPECT_EQ(ev.type, EventType::kRejected);
       EXPECT_EQ(ev.status, wire::rej_reason::kConsumerReject);
       ++rejected;
@@ -237,14 +237,14 @@ TEST_P(CmTest, BacklogFullRejectsTheRest) {
   EXPECT_EQ(rejected, 2);
   Event ev;
   int requests = 0;
-  while (!b.cm->get_event(b.ch, &ev)) requests += ev.type == EventType::kConnectRequest;
+  while (!b.cm->get_event(b.cm_ch, &ev)) requests += ev.type == EventType::kConnectRequest;
   EXPECT_EQ(requests, 2);
 }
 
 TEST_P(CmTest, SidrResolvesQpnAndQkey) {
   Side a = env.make_side(1), b = env.make_side(2);
   ASSERT_TRUE(a.cm && b.cm);
-  auto l = b.cm->create_id(b.ch, PortSpace::kUdp, emu::QpType::kUD);
+  auto l = b.cm->create_id(b.cm_ch, PortSpace::kUdp, emu::QpType::kUD);
   ASSERT_TRUE(l.ok());
   ASSERT_FALSE(b.cm->bind(*l, b.at(kPort)));
   ASSERT_FALSE(b.cm->listen(*l, 4));
@@ -283,7 +283,7 @@ TEST_P(CmTest, SidrWithoutListenerOrRejectedIsUnreachableWithTheSidrStatus) {
   Event ev = env.expect_event(a, EventType::kUnreachable);
   EXPECT_EQ(ev.status, wire::sidr_status::kServiceIdNotSupported);
 
-  auto l = b.cm->create_id(b.ch, PortSpace::kUdp, emu::QpType::kUD);
+  auto l = b.cm->create_id(b.cm_ch, PortSpace::kUdp, emu::QpType::kUD);
   ASSERT_FALSE(b.cm->bind(*l, b.at(kPort)));
   ASSERT_FALSE(b.cm->listen(*l, 4));
   IdHandle a2 = resolve(env, a, b.at(kPort), PortSpace::kUdp, emu::QpType::kUD);
@@ -297,9 +297,9 @@ TEST_P(CmTest, SidrWithoutListenerOrRejectedIsUnreachableWithTheSidrStatus) {
 TEST_P(CmTest, BadCallsGiveTheErrnoLibrdmacmGives) {
   Side a = env.make_side(1);
   ASSERT_TRUE(a.cm);
-  auto id = a.cm->create_id(a.ch, PortSpace::kTcp, emu::QpType::kRC);
+  auto id = a.cm->create_id(a.cm_ch, PortSpace::kTcp, emu::QpType::kRC);
   ASSERT_TRUE(id.ok());
-  EXPECT_EQ(a.cm->create_id(a.ch, PortSpace::kUdp, emu::QpType::kRC).error(), std::errc::invalid_argument);
+  EXPECT_EQ(a.cm->create_id(a.cm_ch, PortSpace::kUdp, emu::QpType::kRC).error(), std::errc::invalid_argument);
   EXPECT_EQ(a.cm->create_id(999, PortSpace::kTcp, emu::QpType::kRC).error(), std::errc::invalid_argument);
   EXPECT_EQ(a.cm->connect(*id, {}), std::errc::invalid_argument);         // no route
   EXPECT_EQ(a.cm->resolve_route(*id, 100), std::errc::invalid_argument);  // no address
@@ -308,19 +308,19 @@ TEST_P(CmTest, BadCallsGiveTheErrnoLibrdmacmGives) {
   EXPECT_EQ(a.cm->bind(*id, {wire::IpAddr::v4(192, 0, 2, 99), 1}), std::errc::address_not_available);
   ASSERT_FALSE(a.cm->bind(*id, a.at(kPort)));
   EXPECT_EQ(a.cm->bind(*id, a.at(kPort + 1)), std::errc::invalid_argument);  // bound already
-  auto id2 = a.cm->create_id(a.ch, PortSpace::kTcp, emu::QpType::kRC);
+  auto id2 = a.cm->create_id(a.cm_ch, PortSpace::kTcp, emu::QpType::kRC);
   EXPECT_EQ(a.cm->bind(*id2, a.at(kPort)), std::errc::address_in_use);
   EXPECT_EQ(a.cm->bind(*id2, {wire::IpAddr{}, kPort}), std::errc::address_in_use);  // wildcard overlaps
-  auto id3 = a.cm->create_id(a.ch, PortSpace::kUdp, emu::QpType::kUD);
+  auto id3 = a.cm->create_id(a.cm_ch, PortSpace::kUdp, emu::QpType::kUD);
   EXPECT_FALSE(a.cm->bind(*id3, a.at(kPort)));  // another port space
   // Port 0: one is picked.
-  auto id4 = a.cm->create_id(a.ch, PortSpace::kTcp, emu::QpType::kRC);
+  auto id4 = a.cm->create_id(a.cm_ch, PortSpace::kTcp, emu::QpType::kRC);
   ASSERT_FALSE(a.cm->bind(*id4, a.at(0)));
   EXPECT_NE(a.cm->query(*id4)->src.port, 0);
   EXPECT_EQ(a.cm->destroy_id(12345), std::errc::no_such_file_or_directory);
-  EXPECT_EQ(a.cm->destroy_channel(a.ch), std::errc::device_or_resource_busy);
+  EXPECT_EQ(a.cm->destroy_channel(a.cm_ch), std::errc::device_or_resource_busy);
   Event ev;
-  EXPECT_EQ(a.cm->get_event(a.ch, &ev), std::errc::resource_unavailable_try_again);
+  EXPECT_EQ(a.cm->get_event(a.cm_ch, &ev), std::errc::resource_unavailable_try_again);
   EXPECT_FALSE(a.cm->destroy_id(*id));
   EXPECT_EQ(a.cm->query(*id).error(), std::errc::no_such_file_or_directory);
 }
@@ -328,8 +328,8 @@ TEST_P(CmTest, BadCallsGiveTheErrnoLibrdmacmGives) {
 TEST_P(CmTest, ReuseaddrLetsTwoIdsShareAPort) {
   Side a = env.make_side(1);
   ASSERT_TRUE(a.cm);
-  auto x = *a.cm->create_id(a.ch, PortSpace::kTcp, emu::QpType::kRC);
-  auto y = *a.cm->create_id(a.ch, PortSpace::kTcp, emu::QpType::kRC);
+  auto x = *a.cm->create_id(a.cm_ch, PortSpace::kTcp, emu::QpType::kRC);
+  auto y = *a.cm->create_id(a.cm_ch, PortSpace::kTcp, emu::QpType::kRC);
   ASSERT_FALSE(a.cm->set_reuseaddr(x, true));
   ASSERT_FALSE(a.cm->set_reuseaddr(y, true));
   ASSERT_FALSE(a.cm->bind(x, a.at(9000)));
@@ -340,27 +340,27 @@ TEST_P(CmTest, ReuseaddrLetsTwoIdsShareAPort) {
 TEST_P(CmTest, ChannelFdIsReadableWhileEventsAreQueued) {
   Side a = env.make_side(1), b = env.make_side(2);
   ASSERT_TRUE(a.cm && b.cm);
-  const int fd = a.cm->channel_fd(a.ch);
+  const int fd = a.cm->channel_fd(a.cm_ch);
   ASSERT_GE(fd, 0);
   auto readable = [&] {
     pollfd p{fd, POLLIN, 0};
     return ::poll(&p, 1, 0) == 1;
   };
   EXPECT_FALSE(readable());
-  auto id = *a.cm->create_id(a.ch, PortSpace::kTcp, emu::QpType::kRC);
+  auto id = *a.cm->create_id(a.cm_ch, PortSpace::kTcp, emu::QpType::kRC);
   ASSERT_FALSE(a.cm->resolve_addr(id, std::nullopt, b.at(kPort), 1000));
   EXPECT_TRUE(readable());
   ASSERT_FALSE(a.cm->resolve_route(id, 1000));  // a second event queued
   Event ev;
-  ASSERT_FALSE(a.cm->get_event(a.ch, &ev));
+  ASSERT_FALSE(a.cm->get_event(a.cm_ch, &ev));
   EXPECT_EQ(ev.type, EventType::kAddrResolved);
   EXPECT_TRUE(readable());
-  ASSERT_FALSE(a.cm->get_event(a.ch, &ev));
+  ASSERT_FALSE(a.cm->get_event(a.cm_ch, &ev));
   EXPECT_EQ(ev.type, EventType::kRouteResolved);
   EXPECT_FALSE(readable());
   // Events of a destroyed id are dropped, and the fd says so.
   ASSERT_FALSE(a.cm->set_context(id, &ev));
-  auto id2 = *a.cm->create_id(a.ch, PortSpace::kTcp, emu::QpType::kRC, &ev);
+  auto id2 = *a.cm->create_id(a.cm_ch, PortSpace::kTcp, emu::QpType::kRC, &ev);
   ASSERT_FALSE(a.cm->resolve_addr(id2, std::nullopt, b.at(kPort), 1000));
   EXPECT_TRUE(readable());
   ASSERT_FALSE(a.cm->destroy_id(id2));
@@ -517,7 +517,7 @@ TEST_F(CmSimTest, DataBeforeTheRtuEstablishesThroughNotify) {
   EXPECT_EQ(est.id, c.b);
   env.run_for(20s);  // no REP resends after that, no second ESTABLISHED
   Event more;
-  EXPECT_EQ(b.cm->get_event(b.ch, &more), std::errc::resource_unavailable_try_again);
+  EXPECT_EQ(b.cm->get_event(b.cm_ch, &more), std::errc::resource_unavailable_try_again);
   EXPECT_EQ(b.cm->stats().mads_resent, 0u);
 }
 
@@ -615,7 +615,7 @@ TEST(CmUdpTest, AnAddressWithoutRouteIsAnAddrError) {
   CmEnv env(Net::kUdp);
   Side a = env.make_side(1);
   ASSERT_TRUE(a.cm);
-  auto id = *a.cm->create_id(a.ch, PortSpace::kTcp, emu::QpType::kRC);
+  auto id = *a.cm->create_id(a.cm_ch, PortSpace::kTcp, emu::QpType::kRC);
   // A 127.0.0.x device cannot reach a global address: the kernel's route
   // lookup from a loopback source refuses it, as rdma_resolve_ip would.
   ASSERT_FALSE(a.cm->resolve_addr(id, std::nullopt, {wire::IpAddr::v4(203, 0, 113, 1), kPort}, 1000));
@@ -795,7 +795,7 @@ namespace {
 TEST_P(CmTest, MulticastJoinReportsTheGroupGidAndQkey) {
   Side a = env.make_side(1);
   ASSERT_TRUE(a.cm);
-  auto id = *a.cm->create_id(a.ch, PortSpace::kUdp, emu::QpType::kUD);
+  auto id = *a.cm->create_id(a.cm_ch, PortSpace::kUdp, emu::QpType::kUD);
   ASSERT_FALSE(a.cm->bind(id, a.at(0)));
   const SockAddr group{wire::IpAddr::v4(239, 1, 2, 3), 0};
   int ctx = 0;
@@ -905,12 +905,12 @@ TEST_F(CmSimTest, RandomMadsNeitherCrashNorWedgeTheCm) {
   EXPECT_GT(b.cm->stats().mads_received, 2900u);
   // Still serving: a new connection from A.
   Event ev;
-  while (!b.cm->get_event(b.ch, &ev)) {
+  while (!b.cm->get_event(b.cm_ch, &ev)) {
     if (ev.type == EventType::kConnectRequest) {
       ASSERT_FALSE(b.cm->destroy_id(ev.id));
     }
   }
-  while (!a.cm->get_event(a.ch, &ev)) {
+  while (!a.cm->get_event(a.cm_ch, &ev)) {
   }
   Conn c2;
   c2.listen = live.listen;
@@ -944,11 +944,11 @@ TEST_F(CmSimTest, ConnectsOverIpv6) {
   EXPECT_EQ(r.ah_attr.dgid, b6.gid());
   send_a_to_b(env, a, b, c, "over IPv6");
   // An IPv4 destination from a process whose only device is IPv6: no route.
-  auto id = *a.cm->create_id(a.ch, PortSpace::kTcp, emu::QpType::kRC);
+  auto id = *a.cm->create_id(a.cm_ch, PortSpace::kTcp, emu::QpType::kRC);
   ASSERT_FALSE(a.cm->resolve_addr(id, std::nullopt, {wire::IpAddr::v4(10, 0, 0, 2), kPort}, 100));
   Event ev = env.expect_event(a, EventType::kAddrError);
   EXPECT_EQ(ev.status, -ENETUNREACH);
-  auto id2 = *a.cm->create_id(a.ch, PortSpace::kTcp, emu::QpType::kRC);
+  auto id2 = *a.cm->create_id(a.cm_ch, PortSpace::kTcp, emu::QpType::kRC);
   EXPECT_EQ(a.cm->resolve_addr(id2, SockAddr{a6, 0}, {wire::IpAddr::v4(10, 0, 0, 2), kPort}, 100),
             std::errc::invalid_argument);
 }
