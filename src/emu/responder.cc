@@ -380,7 +380,7 @@ RespState execute(QpImpl& qp, Scratch& s) {
   } else if (is_atomic(s.info)) {
     std::atomic_ref<uint64_t> target(*reinterpret_cast<uint64_t*>(s.target));
     uint64_t orig;
-    if (h.bth.opcode == op::kRcCmpSwap) {
+    if (wire::rc_relative(h.bth.opcode) == op::kRcCmpSwap) {
       orig = h.atomic_eth.compare;
       target.compare_exchange_strong(orig, h.atomic_eth.swap_add);
     } else {

@@ -28,7 +28,7 @@ std::string header_line(const wire::RoceHeaders& h) {
   if (info.carries(Hdr::kAtomicEth)) {
     const auto& a = h.atomic_eth;
     s += " AtomicETH[va=" + hex(a.va, 16) + " rkey=" + hex(a.rkey, 8);
-    if (info.code % 32 == wire::op::kRcCmpSwap) {
+    if (wire::rc_relative(info.code) == wire::op::kRcCmpSwap) {
       s += " swap=" + hex(a.swap_add) + " cmp=" + hex(a.compare) + "]";
     } else {
       s += " add=" + hex(a.swap_add) + "]";

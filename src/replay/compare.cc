@@ -65,7 +65,7 @@ void Comparer::record(Answer& a, int64_t rel, const wire::RocePacket& p, uint64_
     a.opcode = p.hdr.bth.opcode;
     a.frame = frame;
   }
-  const uint8_t bit = static_cast<uint8_t>(p.hdr.bth.opcode & 0x1F) - wire::op::kRcReadRespFirst;
+  const uint8_t bit = static_cast<uint8_t>(wire::rc_relative(p.hdr.bth.opcode) - wire::op::kRcReadRespFirst);
   if (bit < 8) a.opcodes |= static_cast<uint8_t>(1u << bit);
   if (info.is(OpClass::kRead) && !a.read) {
     a.read = true;

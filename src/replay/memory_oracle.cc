@@ -96,7 +96,7 @@ bool MemoryOracle::on_request(const wire::RocePacket& p, int64_t rel, bool refus
     q.len = 8;
     q.known = it != mrs_.end() && it->second.known.covers(q.va, 8) && it->second.at(q.va, 8);
     if (q.known) std::memcpy(&q.before, it->second.at(q.va, 8), 8);
-    q.cmp_swap = (h.bth.opcode & 0x1F) == wire::op::kRcCmpSwap;
+    q.cmp_swap = wire::rc_relative(h.bth.opcode) == wire::op::kRcCmpSwap;
     q.compare = h.atomic_eth.compare;
     q.swap_add = h.atomic_eth.swap_add;
     if (!pending_.count(rel)) pending_[rel] = q;  // a retransmission changes nothing

@@ -201,7 +201,7 @@ ReplayResult to_scenario(const ReplayOptions& o, const std::string& path) {
         msg.compare = k.atomic.compare;
         msg.swap = k.atomic.swap_add;
         msg.len = 8;
-        msg.opcode = (k.opcode & 0x1F) == wire::op::kRcCmpSwap ? "ATOMIC_CMP_AND_SWP" : "ATOMIC_FETCH_AND_ADD";
+        msg.opcode = wire::rc_relative(k.opcode) == wire::op::kRcCmpSwap ? "ATOMIC_CMP_AND_SWP" : "ATOMIC_FETCH_AND_ADD";
       } else if (read) {
         msg.len = k.reth.dma_len;
         msg.opcode = "RDMA_READ";

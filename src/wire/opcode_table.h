@@ -127,6 +127,10 @@ inline constexpr uint8_t kUdSendOnly = 0x64, kUdSendOnlyImm = 0x65;
 inline constexpr uint8_t kCnp = 0x81;
 }  // namespace op
 
+// The RC-relative opcode of any transport's opcode (its low five bits: XRC's
+// CmpSwap 0xB3 is RC's 0x13), for what the transports share.
+constexpr uint8_t rc_relative(uint8_t opcode) { return opcode & 0x1F; }
+
 // The opcode of transport t for the RC-relative opcode rc_op (e.g. UC SEND Only =
 // for_transport(kUC, kRcSendOnly)), or nullopt when t has no such opcode.
 std::optional<uint8_t> for_transport(Transport t, uint8_t rc_op);

@@ -144,6 +144,34 @@ TEST(Xrc, WriteAndReadUseThePdOfTheNamedSrq) {
   EXPECT_EQ(std::memcmp(p.abuf.data() + 4096, p.bbuf.data() + 12288, 1500), 0);
 }
 
+TEST(Xrc, AtomicsUseThePdOfTheNamedSrq) {
+  XrcPair p;
+  ASSERT_NO_FATAL_FAILURE(p.make());
+  std::vector<uint64_t> target{100, 7};
+  Mr* tmr = *p.b->reg_mr(p.pb, target.data(), 16, 0x70000, kAll | access::kRemoteAtomic);
+  Sge r1{p.aaddr(), 8, p.amr->lkey()}, r2{p.aaddr() + 8, 8, p.amr->lkey()};
+  SendWr cas = make_wr(WrOpcode::kAtomicCmpAndSwp, &r1, 1, 1);
+  cas.atomic = {0x70000, 100, 555, tmr->rkey()};  // compare 100: equal, swap in 555
+  cas.xrc_remote_srqn = p.srq1->srq_num();
+  SendWr faa = make_wr(WrOpcode::kAtomicFetchAndAdd, &r2, 1, 2);
+  faa.atomic = {0x70008, 5, 0, tmr->rkey()};
+  faa.xrc_remote_srqn = p.srq1->srq_num();
+  ASSERT_FALSE(post_send(p.ini, cas));
+  ASSERT_FALSE(post_send(p.ini, faa));
+  auto c = p.wait(p.a_scq, 2);
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(c[0].opcode, WcOpcode::kCompSwap);
+  EXPECT_EQ(c[1].status, WcStatus::kSuccess);
+  EXPECT_EQ(c[1].opcode, WcOpcode::kFetchAdd);
+  uint64_t orig[2];
+  std::memcpy(orig, p.abuf.data(), 16);
+  EXPECT_EQ(orig[0], 100u);
+  EXPECT_EQ(orig[1], 7u);
+  EXPECT_EQ(target[0], 555u);
+  EXPECT_EQ(target[1], 12u);
+}
+
 // The initiator's WR fails with a remote invalid request error, the target QP
 // goes to ERR, and no receive is consumed or written anywhere.
 void expect_refused(XrcPair& p, uint32_t srqn) {
