@@ -8,6 +8,7 @@
 #include <cstring>
 #include <new>
 
+#include "emu/transport/link_mtu.h"
 #include "verbs_shim/convert.h"
 #include "verbs_shim/emulated.h"
 #include "verbs_shim/shim_objects.h"
@@ -148,7 +149,9 @@ int query_gid_ex(ibv_context* ctx, uint32_t port_num, uint32_t index, ibv_gid_en
   entry->gid_index = index;
   entry->port_num = port_num;
   entry->gid_type = static_cast<uint32_t>(type);
-  entry->ndev_ifindex = 0;  // no kernel netdev behind an emulated port
+  // The interface under the device's address, as rxe's GIDs name their netdev
+  // (0 for an address on no interface).
+  if (auto dev = emu::netdev_of(engine.address())) entry->ndev_ifindex = dev->ifindex;
   return 0;
 }
 

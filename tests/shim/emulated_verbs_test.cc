@@ -4,6 +4,8 @@
 // (what libibverbs and rxe give), completion channels, the extended CQ and QP
 // APIs, and data moved between two RC QPs of the device (to its own address).
 #include <fcntl.h>
+#include <net/if.h>
+
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
 #include <poll.h>
@@ -145,6 +147,7 @@ TEST_F(Emulated, DevicePortGidPkey) {
   ASSERT_EQ(ibv_query_gid_ex(ctx_, 1, 0, &e, 0), 0);
   EXPECT_EQ(e.gid_type, IBV_GID_TYPE_ROCE_V2);
   EXPECT_EQ(std::memcmp(e.gid.raw, gid.raw, 16), 0);
+  EXPECT_EQ(e.ndev_ifindex, if_nametoindex("lo"));  // the netdev under 127.0.0.x, as rxe names its own
   EXPECT_EQ(ibv_query_gid_ex(ctx_, 1, 1, &e, 0), ENODATA);  // an empty slot
   EXPECT_EQ(ibv_query_gid_ex(ctx_, 1, p.gid_tbl_len, &e, 0), EINVAL);
   std::vector<ibv_gid_entry> table(static_cast<size_t>(p.gid_tbl_len));

@@ -45,20 +45,29 @@ int match(const ifaddrs& ifa, const wire::IpAddr& addr) {
 
 }  // namespace
 
-wire::Result<uint32_t> link_mtu(const wire::IpAddr& addr) {
+wire::Result<Netdev> netdev_of(const wire::IpAddr& addr) {
   ifaddrs* list = nullptr;
   if (::getifaddrs(&list) != 0) return sys(errno);
-  std::string name;  // the interface holding addr, else the one whose network has it
+  Netdev dev;  // the interface holding addr, else the one whose network has it
   int best = 0;
   for (const ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
     const int m = match(*i, addr);
     if (m > best) {
       best = m;
-      name = i->ifa_name;
+      dev.name = i->ifa_name;
     }
   }
   ::freeifaddrs(list);
-  if (name.empty()) return sys(ENODEV);
+  if (dev.name.empty()) return sys(ENODEV);
+  dev.ifindex = ::if_nametoindex(dev.name.c_str());
+  if (dev.ifindex == 0) return sys(errno);  // gone since
+  return dev;
+}
+
+wire::Result<uint32_t> link_mtu(const wire::IpAddr& addr) {
+  auto dev = netdev_of(addr);
+  if (!dev) return dev.error();
+  const std::string& name = dev->name;
   const int fd = ::socket(addr.v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return sys(errno);
   ifreq req{};

@@ -1,5 +1,6 @@
-// link_mtu: the MTU of the interface holding an address (what the port's
-// active MTU derives from), read against /sys/class/net.
+// netdev_of and link_mtu: the interface holding an address (the GID's netdev)
+// and its MTU (what the port's active MTU derives from), read against
+// /sys/class/net.
 #include "emu/transport/link_mtu.h"
 
 #include <gtest/gtest.h>
@@ -27,6 +28,20 @@ TEST(LinkMtu, LoopbackAddressesAreOnLo) {
   auto in_net = link_mtu(wire::IpAddr::v4(127, 0, 0, 9));  // in lo's 127.0.0.0/8
   ASSERT_TRUE(in_net) << in_net.error().message();
   EXPECT_EQ(*in_net, lo);
+}
+
+TEST(LinkMtu, TheNetdevOfALoopbackAddressIsLo) {
+  std::ifstream in("/sys/class/net/lo/ifindex");
+  uint32_t lo = 0;
+  in >> lo;
+  ASSERT_GT(lo, 0u);
+  for (const auto& a : {wire::IpAddr::v4(127, 0, 0, 1), wire::IpAddr::v4(127, 0, 0, 9)}) {
+    auto dev = netdev_of(a);
+    ASSERT_TRUE(dev) << dev.error().message();
+    EXPECT_EQ(dev->name, "lo");
+    EXPECT_EQ(dev->ifindex, lo);
+  }
+  EXPECT_EQ(netdev_of(wire::IpAddr::v4(192, 0, 2, 77)).error(), std::errc::no_such_device);
 }
 
 TEST(LinkMtu, AnAddressOnNoInterfaceIsENODEV) {
