@@ -47,17 +47,22 @@ uint64_t read_completion_ts(ibv_cq_ex* c) noexcept { return shim(c)->cur.timesta
 uint64_t read_completion_wallclock_ns(ibv_cq_ex* c) noexcept {
   return shim(c)->cur.timestamp_ns + static_cast<uint64_t>(shim(c)->wall_offset_ns);
 }
-// Only reachable when the CQ was created with the matching wc_flags, which
-// create_cq_ex refuses: these fields do not exist here.
+// The customer VLAN of the packet and the tag of the flow-steering rule that
+// took it, as a NIC reports them (mlx5): the emulated link carries no VLAN
+// tag (UDP sockets below the device) and no steering rule exists, so 0.
 uint16_t read_cvlan(ibv_cq_ex*) noexcept { return 0; }
 uint32_t read_flow_tag(ibv_cq_ex*) noexcept { return 0; }
+// Only reachable with IBV_WC_EX_WITH_TM_INFO, which create_cq_ex refuses: the
+// device has no tag matching (query_device_ex: tm_caps all zero).
 void read_tm_info(ibv_cq_ex*, ibv_wc_tm_info* info) noexcept { *info = ibv_wc_tm_info{}; }
 
-// The wc_flags create_cq_ex accepts: what an ibv_wc carries, and the two timestamps.
+// The wc_flags create_cq_ex accepts: every field of a NIC's extended CQ but
+// tag matching's.
 constexpr uint64_t kSupportedWcFlags =
     IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP |
     IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL | IBV_WC_EX_WITH_DLID_PATH_BITS |
-    IBV_WC_EX_WITH_COMPLETION_TIMESTAMP | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK;
+    IBV_WC_EX_WITH_COMPLETION_TIMESTAMP | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK |
+    IBV_WC_EX_WITH_CVLAN | IBV_WC_EX_WITH_FLOW_TAG;
 
 ShimCq* make_cq(ibv_context* ctx, int cqe, void* cq_context, ibv_comp_channel* channel,
                 int comp_vector) {
@@ -124,6 +129,12 @@ ibv_cq_ex* create_cq_ex(ibv_context* ctx, ibv_cq_init_attr_ex* attr) noexcept {
   if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
       (attr->flags & ~static_cast<uint32_t>(IBV_CREATE_CQ_ATTR_SINGLE_THREADED))) {
     errno = EOPNOTSUPP;
+    return nullptr;
+  }
+  // The PD of a CQ is a parent domain (its thread domain and allocators), as mlx5 wants it.
+  if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+      (!is_parent_domain(attr->parent_domain) || attr->parent_domain->context != ctx)) {
+    errno = EINVAL;
     return nullptr;
   }
   if (attr->cqe > static_cast<uint32_t>(INT32_MAX)) {

@@ -25,8 +25,11 @@ ibv_pd* alloc_pd(ibv_context* ctx) noexcept {
 }
 
 int dealloc_pd(ibv_pd* pd) noexcept {
-  if (std::error_code ec = engine_of(pd->context).dealloc_pd(shim(pd)->e)) return ec.value();
-  delete shim(pd);
+  ShimPd* p = shim(pd);
+  if (p->protection) return dealloc_parent_domain(pd);
+  if (p->parents > 0) return EBUSY;  // parent domains are made of it
+  if (std::error_code ec = engine_of(pd->context).dealloc_pd(p->e)) return ec.value();
+  delete p;
   return 0;
 }
 

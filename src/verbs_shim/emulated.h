@@ -42,6 +42,13 @@ void unimport_mr(ibv_mr* mr) noexcept;
 // PD, MR, AH, completion channel (emu_resources.cc).
 ibv_pd* alloc_pd(ibv_context* ctx) noexcept;
 int dealloc_pd(ibv_pd* pd) noexcept;
+// Thread and parent domains (emu_domains.cc). A parent domain stands for its
+// PD wherever a PD is taken; dealloc_pd of one comes here.
+ibv_td* alloc_td(ibv_context* ctx, ibv_td_init_attr* attr) noexcept;
+int dealloc_td(ibv_td* td) noexcept;
+ibv_pd* alloc_parent_domain(ibv_context* ctx, ibv_parent_domain_init_attr* attr) noexcept;
+int dealloc_parent_domain(ibv_pd* pd) noexcept;
+bool is_parent_domain(ibv_pd* pd) noexcept;
 ibv_mr* reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned access) noexcept;
 int rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int access) noexcept;
 int dereg_mr(ibv_mr* mr) noexcept;

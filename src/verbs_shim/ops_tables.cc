@@ -137,9 +137,9 @@ constexpr ExtOps kExtOps = {
     .create_flow_action_esp =
         null_eopnotsupp<ibv_flow_action, ibv_context*, ibv_flow_action_esp_attr*>,
     .modify_qp_rate_limit = eopnotsupp<ibv_qp*, ibv_qp_rate_limit_attr*>,
-    .alloc_parent_domain = null_eopnotsupp<ibv_pd, ibv_context*, ibv_parent_domain_init_attr*>,
-    .dealloc_td = eopnotsupp<ibv_td*>,
-    .alloc_td = null_eopnotsupp<ibv_td, ibv_context*, ibv_td_init_attr*>,
+    .alloc_parent_domain = alloc_parent_domain,
+    .dealloc_td = dealloc_td,
+    .alloc_td = alloc_td,
     .modify_cq = eopnotsupp<ibv_cq*, ibv_modify_cq_attr*>,
     .post_srq_ops = eopnotsupp<ibv_srq*, ibv_ops_wr*, ibv_ops_wr**>,
     .destroy_rwq_ind_table = eopnotsupp<ibv_rwq_ind_table*>,

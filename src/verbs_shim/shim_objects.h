@@ -23,10 +23,22 @@ struct ShimContext {
   uint64_t file_id;
 };
 
+struct ShimTd {
+  ibv_td td;
+  int parents;  // parent domains made with it (ibv_dealloc_td: EBUSY while any)
+};
+
 struct ShimPd {
   ibv_pd pd;
   emu::Pd* e;
   bool imported;  // made by ibv_import_pd: ibv_unimport_pd frees only this shell
+  // A parent domain (ibv_alloc_parent_domain) is a shell around the engine PD
+  // of `protection`, the ordinary PD it was made from, usable wherever a PD
+  // is; ibv_dealloc_pd of it frees the shell alone.
+  ShimPd* protection;
+  ShimTd* td;
+  ibv_parent_domain_init_attr attr;  // as given (allocators, pd_context)
+  int parents;  // on an ordinary PD: its parent domains (dealloc: EBUSY while any)
 };
 
 struct ShimMr {
@@ -84,12 +96,13 @@ template <typename T>
 constexpr bool kAbiMirror = std::is_standard_layout_v<T>;
 static_assert(kAbiMirror<ShimContext> && kAbiMirror<ShimPd> && kAbiMirror<ShimMr> && kAbiMirror<ShimMw> &&
               kAbiMirror<ShimChannel> && kAbiMirror<ShimCq> && kAbiMirror<ShimSrq> &&
-              kAbiMirror<ShimQp> && kAbiMirror<ShimAh> && kAbiMirror<ShimXrcd>);
+              kAbiMirror<ShimQp> && kAbiMirror<ShimAh> && kAbiMirror<ShimXrcd> && kAbiMirror<ShimTd>);
 
 inline ShimContext* shim(ibv_context* c) {
   return reinterpret_cast<ShimContext*>(verbs_get_ctx(c));
 }
 inline ShimPd* shim(ibv_pd* p) { return reinterpret_cast<ShimPd*>(p); }
+inline ShimTd* shim(ibv_td* t) { return reinterpret_cast<ShimTd*>(t); }
 inline ShimMr* shim(ibv_mr* m) { return reinterpret_cast<ShimMr*>(m); }
 inline ShimMw* shim(ibv_mw* m) { return reinterpret_cast<ShimMw*>(m); }
 inline ShimChannel* shim(ibv_comp_channel* c) { return reinterpret_cast<ShimChannel*>(c); }

@@ -367,6 +367,90 @@ TEST_F(Emulated, ExtendedQpAndCqApis) {
   EXPECT_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)), 0);
 }
 
+// A parent domain (with a thread domain and allocators) stands for its PD:
+// a CQ, QPs and MRs made with it move data; the PD and the thread domain
+// cannot go while it exists. The CQ reports a NIC's VLAN and flow-tag fields
+// (0: no VLAN on the link, no steering rule); tag matching is refused.
+TEST_F(Emulated, ParentDomainStandsForItsPd) {
+  ibv_td_init_attr ta{};
+  ibv_td* td = ibv_alloc_td(ctx_, &ta);
+  ASSERT_NE(td, nullptr) << std::strerror(errno);
+  ibv_parent_domain_init_attr pa{};
+  pa.pd = pd_;
+  pa.td = td;
+  pa.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
+  pa.alloc = [](ibv_pd*, void*, size_t, size_t, uint64_t) -> void* { return IBV_ALLOCATOR_USE_DEFAULT; };
+  pa.free = [](ibv_pd*, void*, void*, uint64_t) {};
+  pa.pd_context = this;
+  ibv_pd* parent = ibv_alloc_parent_domain(ctx_, &pa);
+  ASSERT_NE(parent, nullptr) << std::strerror(errno);
+  ibv_parent_domain_init_attr again = pa;
+  again.pd = parent;  // a parent domain of a parent domain
+  errno = 0;
+  EXPECT_EQ(ibv_alloc_parent_domain(ctx_, &again), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+
+  ibv_cq_init_attr_ex cx{};
+  cx.cqe = 16;
+  cx.comp_mask = IBV_CQ_INIT_ATTR_MASK_PD;
+  cx.parent_domain = pd_;  // an ordinary PD is not a parent domain
+  cx.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_CVLAN | IBV_WC_EX_WITH_FLOW_TAG;
+  errno = 0;
+  EXPECT_EQ(ibv_create_cq_ex(ctx_, &cx), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  cx.parent_domain = parent;
+  ibv_cq_ex* cq = ibv_create_cq_ex(ctx_, &cx);
+  ASSERT_NE(cq, nullptr) << std::strerror(errno);
+  ibv_cq_init_attr_ex tm = cx;
+  tm.wc_flags |= IBV_WC_EX_WITH_TM_INFO;
+  errno = 0;
+  EXPECT_EQ(ibv_create_cq_ex(ctx_, &tm), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+
+  ibv_qp* a = rc_qp_on(parent, ibv_cq_ex_to_cq(cq), ibv_cq_ex_to_cq(cq));
+  ibv_qp* b = rc_qp_on(parent, ibv_cq_ex_to_cq(cq), ibv_cq_ex_to_cq(cq));
+  ASSERT_NO_FATAL_FAILURE(connect_pair(a, b));
+  EXPECT_EQ(a->pd, parent);
+  std::vector<uint8_t> src(256, 0x5A), dst(256, 0);
+  ibv_mr* smr = ibv_reg_mr(parent, src.data(), src.size(), IBV_ACCESS_LOCAL_WRITE);
+  ibv_mr* dmr = ibv_reg_mr(pd_, dst.data(), dst.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  ASSERT_NE(smr, nullptr);
+  ASSERT_NE(dmr, nullptr);
+  ibv_sge sge{reinterpret_cast<uintptr_t>(src.data()), 256, smr->lkey};
+  ibv_send_wr wr{};
+  wr.wr_id = 5;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(dst.data());
+  wr.wr.rdma.rkey = dmr->rkey;  // an MR of the parent domain's PD: the same protection domain
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(ibv_post_send(a, &wr, &bad), 0);
+  ibv_poll_cq_attr poll{};
+  int rc, spins = 0;
+  while ((rc = ibv_start_poll(cq, &poll)) == ENOENT && ++spins < 2'000'000) {
+    if (spins > 1000) usleep(50);
+  }
+  ASSERT_EQ(rc, 0);
+  EXPECT_EQ(cq->status, IBV_WC_SUCCESS);
+  EXPECT_EQ(ibv_wc_read_byte_len(cq), 256u);
+  EXPECT_EQ(ibv_wc_read_cvlan(cq), 0);
+  EXPECT_EQ(ibv_wc_read_flow_tag(cq), 0u);
+  ibv_end_poll(cq);
+  EXPECT_EQ(dst, src);
+
+  EXPECT_EQ(ibv_dealloc_pd(pd_), EBUSY);  // its parent domain is alive
+  EXPECT_EQ(ibv_dealloc_td(td), EBUSY);
+  EXPECT_EQ(ibv_destroy_qp(a), 0);
+  EXPECT_EQ(ibv_destroy_qp(b), 0);
+  EXPECT_EQ(ibv_dereg_mr(smr), 0);
+  EXPECT_EQ(ibv_dereg_mr(dmr), 0);
+  EXPECT_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)), 0);
+  EXPECT_EQ(ibv_dealloc_pd(parent), 0);
+  EXPECT_EQ(ibv_dealloc_td(td), 0);
+}
+
 // Memory windows through libibverbs: a type 1 window bound by ibv_bind_mw, a
 // type 2 one by ibv_wr_bind_mw, RDMA WRITEs through both, SEND_WITH_INV
 // invalidating the type 2 window (invalidated_rkey in the receive), and a
