@@ -274,7 +274,8 @@ std::error_code Device::query_pkey(uint8_t port_num, int index, uint16_t* out) c
 
 int Device::async_fd() const { return engine_->async_efd; }
 
-std::error_code Device::get_async_event(AsyncEvent* out) {
+std::error_code Device::get_async_event(AsyncEvent* out,
+                                        const std::function<void(const AsyncEvent&)>& taken) {
   if (!out) return errc(EINVAL);
   // A count whose event was dropped (forget_async) is passed over: read on,
   // blocking or not as the fd is.
@@ -285,6 +286,7 @@ std::error_code Device::get_async_event(AsyncEvent* out) {
     if (engine_->async_q.empty()) continue;
     *out = engine_->async_q.front();
     engine_->async_q.pop_front();
+    if (taken) taken(*out);
     return {};
   }
 }

@@ -73,7 +73,11 @@ class Device {
   // readable while events are queued. get_async_event blocks unless the fd is
   // O_NONBLOCK (then EAGAIN).
   int async_fd() const;
-  std::error_code get_async_event(AsyncEvent* out);
+  // taken, when given, runs with the queue locked as the event leaves it:
+  // destroy_qp/cq/srq cannot complete between the two, so a caller may count
+  // the event on the object it names (what the verbs shim's destroy waits on).
+  std::error_code get_async_event(AsyncEvent* out,
+                                  const std::function<void(const AsyncEvent&)>& taken = {});
 
   Result<Pd*> alloc_pd();
   std::error_code dealloc_pd(Pd* pd);  // EBUSY while objects use it

@@ -203,28 +203,101 @@ int get_pkey_index(ibv_context* ctx, uint8_t port_num, __be16 pkey) noexcept {
   return -ENOENT;
 }
 
+namespace {
+
+// One more event handed out naming an object (its ibv_* mutex guards the count).
+void count_reported(pthread_mutex_t& mu, uint32_t& reported) {
+  pthread_mutex_lock(&mu);
+  ++reported;
+  pthread_mutex_unlock(&mu);
+}
+
+// One more acknowledged: a destroy waiting for it may go on.
+void count_acked(pthread_mutex_t& mu, pthread_cond_t& cond, uint32_t& completed) {
+  pthread_mutex_lock(&mu);
+  ++completed;
+  pthread_cond_signal(&cond);
+  pthread_mutex_unlock(&mu);
+}
+
+}  // namespace
+
+// The object an event names is resolved, and the event counted on it, while
+// the engine's queue is locked (Device::get_async_event's `taken`): a destroy
+// of that object cannot slip in between, and from then on it waits for the
+// program's ibv_ack_async_event (wait_for_async_acks) as libibverbs' does.
 int get_async_event(ibv_context* ctx, ibv_async_event* event) noexcept {
   emu::AsyncEvent ae;
-  if (std::error_code ec = engine_of(ctx).get_async_event(&ae)) {
+  ibv_async_event out{};
+  auto taken = [&out](const emu::AsyncEvent& e) {
+    out.event_type = static_cast<ibv_event_type>(e.event_type);
+    if (e.qp) {
+      auto* q = static_cast<ShimQp*>(e.qp->user_context());
+      out.element.qp = &q->qpx.qp_base;
+      count_reported(q->qpx.qp_base.mutex, q->async_reported);
+    } else if (e.cq) {
+      auto* c = static_cast<ShimCq*>(e.cq->user_context());
+      out.element.cq = ibv_cq_ex_to_cq(&c->cqx);
+      count_reported(c->cqx.mutex, c->async_reported);
+    } else if (e.srq) {
+      auto* s = static_cast<ShimSrq*>(e.srq->user_context());
+      out.element.srq = &s->srq;
+      count_reported(s->srq.mutex, s->async_reported);
+    } else {
+      out.element.port_num = e.port_num;
+    }
+  };
+  if (std::error_code ec = engine_of(ctx).get_async_event(&ae, taken)) {
     errno = ec.value();
     return -1;
   }
-  *event = ibv_async_event{};
-  event->event_type = static_cast<ibv_event_type>(ae.event_type);
-  if (ae.qp) {
-    event->element.qp = &static_cast<ShimQp*>(ae.qp->user_context())->qpx.qp_base;
-  } else if (ae.cq) {
-    event->element.cq = ibv_cq_ex_to_cq(&static_cast<ShimCq*>(ae.cq->user_context())->cqx);
-  } else if (ae.srq) {
-    event->element.srq = &static_cast<ShimSrq*>(ae.srq->user_context())->srq;
-  } else {
-    event->element.port_num = ae.port_num;
-  }
+  *event = out;
   return 0;
 }
 
-void ack_async_event(ibv_async_event*) noexcept {
-  // The engine keeps no per-object event count: destroy never waits for acks.
+void ack_async_event(ibv_async_event* event) noexcept {
+  switch (event->event_type) {
+    case IBV_EVENT_CQ_ERR: {
+      ibv_cq* cq = event->element.cq;
+      count_acked(cq->mutex, cq->cond, cq->async_events_completed);
+      break;
+    }
+    case IBV_EVENT_SRQ_ERR:
+    case IBV_EVENT_SRQ_LIMIT_REACHED: {
+      ibv_srq* srq = event->element.srq;
+      count_acked(srq->mutex, srq->cond, srq->events_completed);
+      break;
+    }
+    case IBV_EVENT_QP_FATAL:
+    case IBV_EVENT_QP_REQ_ERR:
+    case IBV_EVENT_QP_ACCESS_ERR:
+    case IBV_EVENT_COMM_EST:
+    case IBV_EVENT_SQ_DRAINED:
+    case IBV_EVENT_PATH_MIG:
+    case IBV_EVENT_PATH_MIG_ERR:
+    case IBV_EVENT_QP_LAST_WQE_REACHED: {
+      ibv_qp* qp = event->element.qp;
+      count_acked(qp->mutex, qp->cond, qp->events_completed);
+      break;
+    }
+    case IBV_EVENT_WQ_FATAL:  // no WQs here
+    case IBV_EVENT_DEVICE_FATAL:
+    case IBV_EVENT_PORT_ACTIVE:
+    case IBV_EVENT_PORT_ERR:
+    case IBV_EVENT_LID_CHANGE:
+    case IBV_EVENT_PKEY_CHANGE:
+    case IBV_EVENT_SM_CHANGE:
+    case IBV_EVENT_CLIENT_REREGISTER:
+    case IBV_EVENT_GID_CHANGE:
+      break;  // no object to count on
+  }
+}
+
+void wait_for_async_acks(pthread_mutex_t& mu, pthread_cond_t& cond, const uint32_t& completed,
+                         const uint32_t& reported) noexcept {
+  pthread_mutex_lock(&mu);
+  while (completed != reported) pthread_cond_wait(&cond, &mu);
+  pthread_mutex_unlock(&mu);
 }
 
 }  // namespace rocelab::verbs_shim::emulated

@@ -156,6 +156,7 @@ int resize_cq(ibv_cq* cq, int cqe) noexcept {
 int destroy_cq(ibv_cq* cq) noexcept {
   ShimCq* c = shim(cq);
   if (std::error_code ec = engine_of(cq->context).destroy_cq(c->e)) return ec.value();
+  wait_for_async_acks(cq->mutex, cq->cond, cq->async_events_completed, c->async_reported);
   if (cq->channel) --cq->channel->refcnt;
   pthread_cond_destroy(&cq->cond);
   pthread_mutex_destroy(&cq->mutex);

@@ -262,6 +262,7 @@ int destroy_qp(ibv_qp* qp) noexcept {
   }
   q->ring_prev->ring_next = q->ring_next;
   q->ring_next->ring_prev = q->ring_prev;
+  wait_for_async_acks(qp->mutex, qp->cond, qp->events_completed, q->async_reported);
   delete_wr_batch(q->batch);
   pthread_cond_destroy(&qp->cond);
   pthread_mutex_destroy(&qp->mutex);

@@ -53,6 +53,7 @@ int query_srq(ibv_srq* srq, ibv_srq_attr* attr) noexcept {
 
 int destroy_srq(ibv_srq* srq) noexcept {
   if (std::error_code ec = engine_of(srq->context).destroy_srq(shim(srq)->e)) return ec.value();
+  wait_for_async_acks(srq->mutex, srq->cond, srq->events_completed, shim(srq)->async_reported);
   pthread_cond_destroy(&srq->cond);
   pthread_mutex_destroy(&srq->mutex);
   delete shim(srq);

@@ -62,11 +62,13 @@ struct ShimCq {
   emu::Cq* e;
   emu::Wc cur;    // the completion ibv_start_poll/ibv_next_poll made current
   int64_t wall_offset_ns;  // CLOCK_REALTIME minus the device clock, at creation
+  uint32_t async_reported;  // async events handed out naming it (cqx.mutex)
 };
 
 struct ShimSrq {
   ibv_srq srq;
   emu::Srq* e;
+  uint32_t async_reported;  // async events handed out naming it (srq.mutex)
 };
 
 // One ibv_open_xrcd: each call gets its own, several may share an engine domain.
@@ -85,6 +87,7 @@ struct ShimQp {
   // ibv_open_qp) form a ring; the engine QP's user context is one of them.
   ShimQp* ring_next;
   ShimQp* ring_prev;
+  uint32_t async_reported;  // async events handed out naming this handle (qp mutex)
 };
 
 struct ShimAh {

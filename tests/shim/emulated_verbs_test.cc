@@ -11,9 +11,12 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -689,6 +692,80 @@ TEST_F(Emulated, AsyncEventsThroughARealFd) {
   EXPECT_EQ(ibv_get_async_event(ctx_, &ev), -1);  // nothing else queued
   EXPECT_EQ(errno, EAGAIN);
   ASSERT_EQ(fcntl(ctx_->async_fd, F_SETFL, flags), 0);
+}
+
+// ibv_get_async_event(3): destroying the object an event names waits until
+// the event is acknowledged (a program may ack from another thread after it
+// has asked for the destroy, as UCX's async thread does).
+TEST_F(Emulated, DestroyWaitsForTheAckOfAnEventNamingTheObject) {
+  ibv_cq* cq = ibv_create_cq(ctx_, 32, nullptr, nullptr, 0);
+  ASSERT_NE(cq, nullptr);
+  ibv_srq_init_attr sa{};
+  sa.attr.max_wr = 8;
+  sa.attr.max_sge = 1;
+  ibv_srq* srq = ibv_create_srq(pd_, &sa);
+  ASSERT_NE(srq, nullptr);
+  std::vector<uint8_t> buf(4096, 0);
+  ibv_mr* mr = ibv_reg_mr(pd_, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE);
+  ASSERT_NE(mr, nullptr);
+  for (uint64_t i = 0; i < 4; ++i) {
+    ibv_sge g{reinterpret_cast<uintptr_t>(buf.data() + 512 * i), 512, mr->lkey};
+    ibv_recv_wr r{};
+    r.wr_id = i;
+    r.sg_list = &g;
+    r.num_sge = 1;
+    ibv_recv_wr* bad = nullptr;
+    ASSERT_EQ(ibv_post_srq_recv(srq, &r, &bad), 0);
+  }
+  ibv_srq_attr limit{};
+  limit.srq_limit = 4;  // armed: the next receive taken leaves 3, below it
+  ASSERT_EQ(ibv_modify_srq(srq, &limit, IBV_SRQ_LIMIT), 0);
+  ibv_qp_init_attr ia{};
+  ia.send_cq = ia.recv_cq = cq;
+  ia.srq = srq;
+  ia.qp_type = IBV_QPT_RC;
+  ia.cap.max_send_wr = 8;
+  ia.cap.max_send_sge = 1;
+  ibv_qp* rx = ibv_create_qp(pd_, &ia);
+  ibv_qp* tx = rc_qp(cq);
+  ASSERT_NO_FATAL_FAILURE(connect_pair(tx, rx));
+  ibv_sge s{reinterpret_cast<uintptr_t>(buf.data() + 3072), 16, mr->lkey};
+  ibv_send_wr w{};
+  w.sg_list = &s;
+  w.num_sge = 1;
+  w.opcode = IBV_WR_SEND;
+  w.send_flags = IBV_SEND_SIGNALED;
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(ibv_post_send(tx, &w, &bad), 0);
+
+  pollfd pfd{ctx_->async_fd, POLLIN, 0};
+  ibv_async_event ev{};
+  for (int i = 0; i < 100; ++i) {  // PORT_ACTIVE first, then the SRQ's event
+    ASSERT_EQ(poll(&pfd, 1, 10'000), 1) << "no SRQ limit event";
+    ASSERT_EQ(ibv_get_async_event(ctx_, &ev), 0);
+    if (ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED) break;
+    ibv_ack_async_event(&ev);
+  }
+  ASSERT_EQ(ev.event_type, IBV_EVENT_SRQ_LIMIT_REACHED);
+  ASSERT_EQ(ev.element.srq, srq);
+  ibv_wc wc[4];
+  for (int got = 0, spins = 0; got < 2 && spins < 2'000'000; ++spins) got += ibv_poll_cq(cq, 4, wc);
+  ASSERT_EQ(ibv_destroy_qp(rx), 0);
+
+  std::atomic<bool> destroyed{false};
+  int rc = -1;
+  std::thread destroyer([&] {
+    rc = ibv_destroy_srq(srq);
+    destroyed = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(destroyed.load()) << "ibv_destroy_srq returned before the event was acknowledged";
+  ibv_ack_async_event(&ev);
+  destroyer.join();
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(ibv_destroy_qp(tx), 0);
+  EXPECT_EQ(ibv_dereg_mr(mr), 0);
+  EXPECT_EQ(ibv_destroy_cq(cq), 0);
 }
 
 }  // namespace
