@@ -9,11 +9,13 @@
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -692,6 +694,49 @@ TEST_F(Emulated, AsyncEventsThroughARealFd) {
   EXPECT_EQ(ibv_get_async_event(ctx_, &ev), -1);  // nothing else queued
   EXPECT_EQ(errno, EAGAIN);
   ASSERT_EQ(fcntl(ctx_->async_fd, F_SETFL, flags), 0);
+}
+
+std::string read_all(const char* path) {
+  FILE* f = std::fopen(path, "r");
+  if (!f) return std::string("error: ") + std::strerror(errno);
+  char buf[256];
+  const size_t n = std::fread(buf, 1, sizeof buf, f);
+  std::fclose(f);
+  return std::string(buf, n);
+}
+
+// The files a program finds for rxe, found for rocelab0 (device_files.h):
+// the uverbs node is a character device it may read and write, the port's
+// GID attributes give the type and netdev of GID 0, empty GIDs have none.
+TEST_F(Emulated, DeviceFilesAsForSoftRoce) {
+  const std::string node = std::string("/dev/infiniband/") + ctx_->device->dev_name;
+  struct stat st {};
+  ASSERT_EQ(stat(node.c_str(), &st), 0) << std::strerror(errno);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  EXPECT_EQ(access(node.c_str(), R_OK | W_OK), 0);
+  const int fd = open(node.c_str(), O_RDWR | O_CLOEXEC);
+  EXPECT_GE(fd, 0);
+  if (fd >= 0) close(fd);
+
+  const std::string sys = std::string("/sys/class/infiniband/") + ibv_get_device_name(ctx_->device);
+  ASSERT_EQ(stat(sys.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  const std::string attrs = sys + "/ports/1/gid_attrs";
+  EXPECT_EQ(read_all((attrs + "/types/0").c_str()), "RoCE v2\n");
+  EXPECT_EQ(read_all((attrs + "/ndevs/0").c_str()), "lo\n");  // the device sits on a 127.0.0.x
+  EXPECT_EQ(stat((attrs + "/types/0").c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 8);
+  errno = 0;
+  EXPECT_EQ(stat((attrs + "/types/1").c_str(), &st), -1);  // GID 1 is empty
+  EXPECT_EQ(errno, ENOENT);
+  errno = 0;
+  EXPECT_EQ(open((attrs + "/types/0").c_str(), O_WRONLY), -1);
+  EXPECT_EQ(errno, EACCES);
+  errno = 0;
+  EXPECT_EQ(access((sys + "/ports/2").c_str(), F_OK), -1);  // one port
+  EXPECT_EQ(errno, ENOENT);
+  // Another name is not ours: libc answers (no such device here).
+  EXPECT_EQ(stat("/dev/infiniband/uverbs-not-rocelab", &st), -1);
 }
 
 // ibv_get_async_event(3): destroying the object an event names waits until
