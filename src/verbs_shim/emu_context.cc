@@ -255,19 +255,10 @@ int get_async_event(ibv_context* ctx, ibv_async_event* event) noexcept {
   return 0;
 }
 
-void ack_async_event(ibv_async_event* event) noexcept {
-  switch (event->event_type) {
-    case IBV_EVENT_CQ_ERR: {
-      ibv_cq* cq = event->element.cq;
-      count_acked(cq->mutex, cq->cond, cq->async_events_completed);
-      break;
-    }
-    case IBV_EVENT_SRQ_ERR:
-    case IBV_EVENT_SRQ_LIMIT_REACHED: {
-      ibv_srq* srq = event->element.srq;
-      count_acked(srq->mutex, srq->cond, srq->events_completed);
-      break;
-    }
+EventElement event_element(ibv_event_type t) noexcept {
+  switch (t) {
+    case IBV_EVENT_CQ_ERR:
+      return EventElement::kCq;
     case IBV_EVENT_QP_FATAL:
     case IBV_EVENT_QP_REQ_ERR:
     case IBV_EVENT_QP_ACCESS_ERR:
@@ -275,12 +266,13 @@ void ack_async_event(ibv_async_event* event) noexcept {
     case IBV_EVENT_SQ_DRAINED:
     case IBV_EVENT_PATH_MIG:
     case IBV_EVENT_PATH_MIG_ERR:
-    case IBV_EVENT_QP_LAST_WQE_REACHED: {
-      ibv_qp* qp = event->element.qp;
-      count_acked(qp->mutex, qp->cond, qp->events_completed);
-      break;
-    }
-    case IBV_EVENT_WQ_FATAL:  // no WQs here
+    case IBV_EVENT_QP_LAST_WQE_REACHED:
+      return EventElement::kQp;
+    case IBV_EVENT_SRQ_ERR:
+    case IBV_EVENT_SRQ_LIMIT_REACHED:
+      return EventElement::kSrq;
+    case IBV_EVENT_WQ_FATAL:
+      return EventElement::kWq;
     case IBV_EVENT_DEVICE_FATAL:
     case IBV_EVENT_PORT_ACTIVE:
     case IBV_EVENT_PORT_ERR:
@@ -289,6 +281,30 @@ void ack_async_event(ibv_async_event* event) noexcept {
     case IBV_EVENT_SM_CHANGE:
     case IBV_EVENT_CLIENT_REREGISTER:
     case IBV_EVENT_GID_CHANGE:
+      break;
+  }
+  return EventElement::kPortOrDevice;
+}
+
+void ack_async_event(ibv_async_event* event) noexcept {
+  switch (event_element(event->event_type)) {
+    case EventElement::kCq: {
+      ibv_cq* cq = event->element.cq;
+      count_acked(cq->mutex, cq->cond, cq->async_events_completed);
+      break;
+    }
+    case EventElement::kSrq: {
+      ibv_srq* srq = event->element.srq;
+      count_acked(srq->mutex, srq->cond, srq->events_completed);
+      break;
+    }
+    case EventElement::kQp: {
+      ibv_qp* qp = event->element.qp;
+      count_acked(qp->mutex, qp->cond, qp->events_completed);
+      break;
+    }
+    case EventElement::kWq:  // no WQs here
+    case EventElement::kPortOrDevice:
       break;  // no object to count on
   }
 }

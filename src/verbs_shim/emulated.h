@@ -26,6 +26,9 @@ int query_pkey(ibv_context* ctx, uint8_t port_num, int index, __be16* pkey) noex
 int get_pkey_index(ibv_context* ctx, uint8_t port_num, __be16 pkey) noexcept;
 int get_async_event(ibv_context* ctx, ibv_async_event* event) noexcept;
 void ack_async_event(ibv_async_event* event) noexcept;
+// What an async event of type t names in ibv_async_event.element.
+enum class EventElement { kQp, kCq, kSrq, kWq, kPortOrDevice };
+EventElement event_element(ibv_event_type t) noexcept;
 // Blocks until every async event handed out naming an object has been
 // acknowledged (ibv_get_async_event(3): destroying an object waits for it).
 void wait_for_async_acks(pthread_mutex_t& mu, pthread_cond_t& cond, const uint32_t& completed,

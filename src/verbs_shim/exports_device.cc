@@ -142,36 +142,12 @@ extern "C" int ibv_get_async_event(ibv_context* context, ibv_async_event* event)
 extern "C" void ibv_ack_async_event(ibv_async_event* event) noexcept {
   // The event names its object; the object names its context.
   ibv_context* ctx = nullptr;
-  switch (event->event_type) {
-    case IBV_EVENT_CQ_ERR:
-      ctx = event->element.cq->context;
-      break;
-    case IBV_EVENT_QP_FATAL:
-    case IBV_EVENT_QP_REQ_ERR:
-    case IBV_EVENT_QP_ACCESS_ERR:
-    case IBV_EVENT_COMM_EST:
-    case IBV_EVENT_SQ_DRAINED:
-    case IBV_EVENT_PATH_MIG:
-    case IBV_EVENT_PATH_MIG_ERR:
-    case IBV_EVENT_QP_LAST_WQE_REACHED:
-      ctx = event->element.qp->context;
-      break;
-    case IBV_EVENT_SRQ_ERR:
-    case IBV_EVENT_SRQ_LIMIT_REACHED:
-      ctx = event->element.srq->context;
-      break;
-    case IBV_EVENT_WQ_FATAL:
-      ctx = event->element.wq->context;
-      break;
-    case IBV_EVENT_DEVICE_FATAL:
-    case IBV_EVENT_PORT_ACTIVE:
-    case IBV_EVENT_PORT_ERR:
-    case IBV_EVENT_LID_CHANGE:
-    case IBV_EVENT_PKEY_CHANGE:
-    case IBV_EVENT_SM_CHANGE:
-    case IBV_EVENT_CLIENT_REREGISTER:
-    case IBV_EVENT_GID_CHANGE:
-      break;  // no object to count acks on: libibverbs does nothing either
+  switch (emulated::event_element(event->event_type)) {
+    case emulated::EventElement::kCq: ctx = event->element.cq->context; break;
+    case emulated::EventElement::kQp: ctx = event->element.qp->context; break;
+    case emulated::EventElement::kSrq: ctx = event->element.srq->context; break;
+    case emulated::EventElement::kWq: ctx = event->element.wq->context; break;
+    case emulated::EventElement::kPortOrDevice: break;  // nothing to count acks on: libibverbs does nothing either
   }
   if (ctx && is_emu(ctx)) return emulated::ack_async_event(event);
   ROCELAB_REAL(ibv_ack_async_event, k11)(event);
