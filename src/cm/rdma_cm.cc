@@ -388,7 +388,11 @@ std::error_code bind_locked(Impl& m, Id& id, SockAddr addr) {
   DevicePort* port = nullptr;
   if (!addr.is_any()) {
     port = m.port_for(addr.ip);
-    if (!port) return err(EADDRNOTAVAIL);
+    // A loopback address that no device has (127.0.0.1 beside a device on
+    // 127.0.0.61, ::1) binds without a device, as the kernel's rdma_bind_addr
+    // leaves it (id->verbs NULL): libfabric's verbs provider binds "localhost"
+    // so to tell a loopback source, which it then replaces with a device's.
+    if (!port && !addr.ip.is_loopback()) return err(EADDRNOTAVAIL);
   }
   if (auto ec = m.reserve_port(id, &addr)) return ec;
   id.src = addr;

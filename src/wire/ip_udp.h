@@ -29,6 +29,13 @@ struct IpAddr {
   std::string to_string() const;
   // A multicast address: 224.0.0.0/4 or ff00::/8.
   bool is_multicast() const { return v6 ? b[0] == 0xFF : (b[0] & 0xF0) == 0xE0; }
+  // 127.0.0.0/8 or ::1.
+  bool is_loopback() const {
+    if (!v6) return b[0] == 127;
+    for (int i = 0; i < 15; ++i)
+      if (b[i] != 0) return false;
+    return b[15] == 1;
+  }
   static Result<IpAddr> parse(const std::string& text);
   bool operator==(const IpAddr&) const = default;
 };
