@@ -12,8 +12,22 @@
 #include "verbs_shim/transport_factory.h"
 
 namespace rocelab::verbs_shim {
+namespace {
+
+thread_local int t_busy = 0;  // DeviceRuntime calls on this thread that hold a lock
+
+struct Busy {
+  Busy() { ++t_busy; }
+  ~Busy() { --t_busy; }
+  Busy(const Busy&) = delete;
+  Busy& operator=(const Busy&) = delete;
+};
+
+}  // namespace
 
 DeviceRuntime::DeviceRuntime() = default;
+
+bool DeviceRuntime::busy_on_this_thread() noexcept { return t_busy > 0; }
 
 std::error_code DeviceRuntime::ensure_transport(const DeviceConfig& dev, const ShimConfig& cfg) {
   if (parked_ || engine_) return {};
@@ -27,6 +41,7 @@ std::error_code DeviceRuntime::ensure_transport(const DeviceConfig& dev, const S
 
 wire::Result<emu::Device*> DeviceRuntime::acquire(const DeviceConfig& dev,
                                                   const ShimConfig& cfg) noexcept {
+  Busy busy;
   std::lock_guard lock(mu_);
   if (engine_) {
     ++users_;
@@ -103,6 +118,7 @@ void DeviceRuntime::at_exit() {
     open = live();
   }
   for (DeviceRuntime* r : open) {
+    Busy busy;
     std::lock_guard lock(r->mu_);
     if (!r->engine_) continue;
     if (r->print_counters_) print_counters(*r->engine_);
@@ -116,6 +132,7 @@ void DeviceRuntime::release() noexcept {
   std::unique_ptr<emu::Device> dying;
   std::unique_ptr<DeviceTaps> dying_taps;
   {
+    Busy busy;
     std::lock_guard lock(mu_);
     if (--users_ > 0) return;
     if (print_counters_ && engine_) print_counters(*engine_);
@@ -133,6 +150,7 @@ void DeviceRuntime::release() noexcept {
 wire::Result<wire::IpAddr> DeviceRuntime::address(const DeviceConfig& dev,
                                                   const ShimConfig& cfg) noexcept {
   if (dev.ip) return *dev.ip;
+  Busy busy;
   std::lock_guard lock(mu_);
   if (engine_) return engine_->address();
   if (std::error_code ec = ensure_transport(dev, cfg)) return ec;

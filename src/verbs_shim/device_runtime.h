@@ -33,6 +33,11 @@ class DeviceRuntime {
   // (which binds the transport's socket now if nothing has yet).
   wire::Result<wire::IpAddr> address(const DeviceConfig& dev, const ShimConfig& cfg) noexcept;
 
+  // True while this thread is in a call above that holds a device's lock.
+  // What such a call reaches of libc (getifaddrs, through netdev_of) is
+  // interposed by the shim too, and must not ask a device for its address.
+  static bool busy_on_this_thread() noexcept;
+
  private:
   std::error_code ensure_transport(const DeviceConfig& dev, const ShimConfig& cfg);
   // rocelab run --counters: each device's counters on stderr when it closes,

@@ -4,7 +4,6 @@
 // interpose the same functions). The exports carry glibc's own symbol
 // versions (libc_files.map.in): a program's reference `stat@GLIBC_2.33` binds
 // to the first definition of that name at that version.
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -16,19 +15,13 @@
 #include <cstring>
 
 #include "verbs_shim/device_files.h"
+#include "verbs_shim/libc_next.h"
 
 using rocelab::verbs_shim::DeviceFile;
 using rocelab::verbs_shim::device_file;
 using Kind = DeviceFile::Kind;
 
 namespace {
-
-// libc's own definition of name, found once.
-#define ROCELAB_LIBC(name)                                                         \
-  ([]() {                                                                          \
-    static const auto fn = reinterpret_cast<decltype(&::name)>(dlsym(RTLD_NEXT, #name)); \
-    return fn;                                                                     \
-  }())
 
 int fail(int e) {
   errno = e;

@@ -4,7 +4,9 @@
 // (what libibverbs and rxe give), completion channels, the extended CQ and QP
 // APIs, and data moved between two RC QPs of the device (to its own address).
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <net/if.h>
+#include <netinet/in.h>
 
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
@@ -737,6 +739,37 @@ TEST_F(Emulated, DeviceFilesAsForSoftRoce) {
   EXPECT_EQ(errno, ENOENT);
   // Another name is not ours: libc answers (no such device here).
   EXPECT_EQ(stat("/dev/infiniband/uverbs-not-rocelab", &st), -1);
+}
+
+// The device's address as a program finds a NIC's: on an interface that
+// getifaddrs lists, up and not loopback (device_netifs.h), as libfabric's
+// verbs provider looks for it; libc's own entries are unchanged.
+TEST_F(Emulated, DeviceAddressIsOnAnInterface) {
+  ibv_gid gid{};
+  ASSERT_EQ(ibv_query_gid(ctx_, 1, 0, &gid), 0);
+  const uint8_t* v4 = gid.raw + 12;  // ::ffff:127.0.0.x
+  ASSERT_EQ(v4[0], 127);
+  for (int round = 0; round < 2; ++round) {  // the same answer again, after freeifaddrs
+    ifaddrs* list = nullptr;
+    ASSERT_EQ(getifaddrs(&list), 0);
+    int device_entries = 0;
+    bool lo_is_loopback = false;
+    for (const ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
+      if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
+      const auto* a = reinterpret_cast<const sockaddr_in*>(i->ifa_addr);
+      const auto* m = reinterpret_cast<const sockaddr_in*>(i->ifa_netmask);
+      if (a->sin_addr.s_addr == htonl(INADDR_LOOPBACK) && (i->ifa_flags & IFF_LOOPBACK)) lo_is_loopback = true;
+      if (std::memcmp(&a->sin_addr, v4, 4) != 0 || (i->ifa_flags & IFF_LOOPBACK)) continue;
+      ++device_entries;
+      EXPECT_STREQ(i->ifa_name, "lo");  // the GID's netdev, as sysfs says
+      EXPECT_TRUE(i->ifa_flags & IFF_UP);
+      ASSERT_NE(m, nullptr);
+      EXPECT_EQ(m->sin_addr.s_addr, 0xFFFFFFFFu);
+    }
+    freeifaddrs(list);
+    EXPECT_EQ(device_entries, 1);
+    EXPECT_TRUE(lo_is_loopback);
+  }
 }
 
 // ibv_get_async_event(3): destroying the object an event names waits until
