@@ -389,9 +389,9 @@ std::error_code bind_locked(Impl& m, Id& id, SockAddr addr) {
   if (!addr.is_any()) {
     port = m.port_for(addr.ip);
     // A loopback address that no device has (127.0.0.1 beside a device on
-    // 127.0.0.61, ::1) binds without a device, as the kernel's rdma_bind_addr
-    // leaves it (id->verbs NULL): libfabric's verbs provider binds "localhost"
-    // so to tell a loopback source, which it then replaces with a device's.
+    // 127.0.0.61, ::1) binds without a device (id->verbs NULL): libfabric's
+    // verbs provider, given no address, binds "localhost", needs the bind to
+    // succeed, and then offers the devices' own addresses instead.
     if (!port && !addr.ip.is_loopback()) return err(EADDRNOTAVAIL);
   }
   if (auto ec = m.reserve_port(id, &addr)) return ec;

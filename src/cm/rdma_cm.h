@@ -186,8 +186,8 @@ class Cm {
   // rdma_bind_addr. addr.ip: the wildcard (any device; the id stays without a
   // device until it listens or resolves), the address of an added device, or
   // a loopback address (127.0.0.0/8, ::1) that no device has, bound without a
-  // device as the kernel binds it (EADDRNOTAVAIL for any other: the shim
-  // passes addresses of real RDMA devices to the real librdmacm before this). addr.port 0: the Cm picks a free one
+  // device (EADDRNOTAVAIL for any other: the shim passes addresses of real
+  // RDMA devices to the real librdmacm before this). addr.port 0: the Cm picks a free one
   // (from 32768..60999, the kernel's ip_local_port_range, at random). A port
   // already bound in the same port space on an overlapping address (the same
   // address, or either wildcard) is EADDRINUSE unless both ids set REUSEADDR

@@ -306,7 +306,7 @@ TEST_P(CmTest, BadCallsGiveTheErrnoLibrdmacmGives) {
   EXPECT_EQ(a.cm->accept(*id, {}), std::errc::invalid_argument);
   EXPECT_EQ(a.cm->disconnect(*id), std::errc::invalid_argument);
   EXPECT_EQ(a.cm->bind(*id, {wire::IpAddr::v4(192, 0, 2, 99), 1}), std::errc::address_not_available);
-  // A loopback address no device has binds without a device (the kernel's id->verbs NULL).
+  // A loopback address no device has binds without a device (id->verbs NULL).
   for (const auto& lo : {wire::IpAddr::v4(127, 0, 0, 1), *wire::IpAddr::parse("::1")}) {
     if (a.addr() == lo) continue;
     auto l = a.cm->create_id(a.cm_ch, PortSpace::kTcp, emu::QpType::kRC);
