@@ -2,10 +2,13 @@
 # Runs an unmodified verbs program as server and client under `rocelab run`
 # and checks both: exit status 0 and every expected line (extended regex).
 #
-#   run_pair.sh ROCELAB [-e REGEX]... [-C REGEX]... [-r RUN_OPTION]... [-n] -- PROG ARGS...
+#   run_pair.sh ROCELAB [-e REGEX]... [-C REGEX]... [-r RUN_OPTION]... [-n]
+#               [-s OPTION] [-k OPTION] -- PROG ARGS...
 #
 # The server runs `PROG ARGS -p PORT`, the client `PROG ARGS -p PORT SERVER`,
 # PORT a TCP port the script claims (tests/lib/harness.sh).
+# -s and -k: the option that gives the server and the client the port, for a
+#    program whose -p is something else (fi_pingpong: -s -B -k -P).
 # -e: both outputs must match; -C: the client's must (latency tests print
 #     their results on the client only).
 # -r passes an option to both `rocelab run`s (e.g. -r --mtu=1024).
@@ -18,7 +21,7 @@ set -u
 rocelab=$1
 shift
 . "$(dirname "$0")/../lib/harness.sh"
-expect=() client_expect=() run_opts=() netns=0 capture=""
+expect=() client_expect=() run_opts=() netns=0 capture="" srv_port_opt=-p cli_port_opt=-p
 while [ $# -gt 0 ]; do
   case $1 in
     -e) expect+=("$2"); shift 2 ;;
@@ -26,6 +29,8 @@ while [ $# -gt 0 ]; do
     -r) run_opts+=("$2"); shift 2 ;;
     -n) netns=1; shift ;;
     -c) capture=$2; shift 2 ;;
+    -s) srv_port_opt=$2; shift 2 ;;
+    -k) cli_port_opt=$2; shift 2 ;;
     --) shift; break ;;
     *) echo "run_pair.sh: bad argument $1" >&2; exit 2 ;;
   esac
@@ -49,12 +54,12 @@ trap cleanup EXIT
 
 run_once() {
   "${srv_prefix[@]}" timeout -k 5 "$limit" "$rocelab" run "${run_opts[@]}" "${srv_opts[@]}" -- \
-    "$@" -p "$port" >"$work/server.out" 2>&1 &
+    "$@" "$srv_port_opt" "$port" >"$work/server.out" 2>&1 &
   srv_pid=$!
   # The server listens on TCP $port once it has set up its device.
   wait_tcp_listen "$port" $srv_pid "${srv_prefix[@]}"
   "${cli_prefix[@]}" timeout -k 5 "$limit" "$rocelab" run "${run_opts[@]}" "${cli_opts[@]}" -- \
-    "$@" -p "$port" "$server_ip" >"$work/client.out" 2>&1
+    "$@" "$cli_port_opt" "$port" "$server_ip" >"$work/client.out" 2>&1
   cli_rc=$?
   grep -qF "$perftest_no_clock" "$work/client.out" && kill $srv_pid 2>/dev/null
   wait $srv_pid
