@@ -40,6 +40,7 @@ static const char* usage_text =
     "      --tcp              serve GET and PUT over TCP instead of RDMA\n"
     "      --buckets N        slots in the table (default 4096)\n"
     "      --value-max BYTES  largest value (default 4096)\n"
+    "      --ack-timeout E    RC local ACK timeout exponent of the replies, 4.096 us * 2^E (default 14: 67 ms)\n"
     "      --clients N        exit after N clients have come and gone (default 0: run until SIGINT/SIGTERM)\n"
     "      --write-delay-us US  pause US microseconds in the middle of every value written (widens the\n"
     "                         window in which a client's READ can see a half-written slot; for the\n"
@@ -52,7 +53,8 @@ static struct {
   uint32_t buckets, value_max, slot_size;
   unsigned clients;
   unsigned write_delay_us;
-} opt = {NULL, KV_DEFAULT_PORT, false, KV_DEFAULT_BUCKETS, KV_DEFAULT_VALUE_MAX, 0, 0, 0};
+  uint8_t ack_timeout;
+} opt = {NULL, KV_DEFAULT_PORT, false, KV_DEFAULT_BUCKETS, KV_DEFAULT_VALUE_MAX, 0, 0, 0, 14};
 
 static unsigned char* table;
 static size_t table_size;
@@ -299,6 +301,9 @@ static void on_connect_request(struct rdma_cm_id* id, const struct rdma_conn_par
       .max_probe = htonl(KV_MAX_PROBE),
       .recv_depth = htonl(KV_RECV_DEPTH),
   };
+  /* Our replies are retransmitted after this long without an ACK. */
+  if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &opt.ack_timeout, sizeof opt.ack_timeout))
+    fprintf(stderr, "kv_server: note: rdma_set_option(ACK_TIMEOUT): %s; keeping the default\n", strerror(errno));
   /* The client READs: we answer as many READs at once as it asks for, up to
    * the device's limit; we issue none ourselves. */
   uint32_t rr = req->responder_resources ? req->responder_resources : 1;
@@ -572,7 +577,8 @@ int main(int argc, char** argv) {
       {"addr", required_argument, NULL, 'a'},      {"port", required_argument, NULL, 'p'},
       {"tcp", no_argument, NULL, 't'},             {"buckets", required_argument, NULL, 'b'},
       {"value-max", required_argument, NULL, 'v'}, {"clients", required_argument, NULL, 'c'},
-      {"write-delay-us", required_argument, NULL, 'w'}, {"help", no_argument, NULL, 'h'},
+      {"write-delay-us", required_argument, NULL, 'w'}, {"ack-timeout", required_argument, NULL, 'A'},
+      {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
   int ch;
@@ -585,6 +591,7 @@ int main(int argc, char** argv) {
       case 'v': opt.value_max = (uint32_t)kv_parse_u64(optarg, "--value-max", 1, KV_VALUE_MAX_LIMIT); break;
       case 'c': opt.clients = (unsigned)kv_parse_u64(optarg, "--clients", 0, 1000000); break;
       case 'w': opt.write_delay_us = (unsigned)kv_parse_u64(optarg, "--write-delay-us", 0, 1000000); break;
+      case 'A': opt.ack_timeout = (uint8_t)kv_parse_u64(optarg, "--ack-timeout", 1, 31); break;
       case 'h': fputs(usage_text, stdout); return 0;
       default: fputs(usage_text, stderr); return 2;
     }
