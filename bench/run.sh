@@ -13,10 +13,16 @@
 # made), and qps_1000 compares ib_write_bw's aggregate over 1,000 QPs with its
 # one-QP figure (the scale target: a ratio >= 0.8).
 #
+# kvstore runs examples/kvstore's load generator (90 % GETs of 64-byte values
+# over 1,000 keys, 20,000 timed operations, one in flight) over rocelab verbs
+# (GET = RDMA READ, PUT = SEND + reply) and over TCP (kv_server --tcp, without
+# rocelab): the same workload, ops/s (KV_BIN: where kv_server and kv_client
+# are, default the build's bin/; skipped when they are not there).
+#
 # Usage: bench/run.sh [--build DIR] [--runs N] [--no-micro] [PAIR...]
 #   PAIR: write_bw read_bw send_bw write_rate send_lat write_lat read_lat
-#   veth_write_bw qps_1000 (default: all). `bench/run.sh write_bw` runs one
-#   measurement pair.
+#   veth_write_bw qps_1000 kvstore (default: all). `bench/run.sh write_bw` runs
+#   one measurement pair.
 set -u
 cd "$(dirname "$0")/.."
 build=build runs=5 micro=1 pairs=()
@@ -29,7 +35,7 @@ while [ $# -gt 0 ]; do
     *) pairs+=("$1"); shift ;;
   esac
 done
-all=(write_bw read_bw send_bw write_rate send_lat write_lat read_lat veth_write_bw qps_1000)
+all=(write_bw read_bw send_bw write_rate send_lat write_lat read_lat veth_write_bw qps_1000 kvstore)
 [ ${#pairs[@]} = 0 ] && pairs=("${all[@]}")
 rocelab=$build/bin/rocelab
 [ -x "$rocelab" ] || { echo "bench: $rocelab missing (make build)" >&2; exit 1; }
@@ -111,6 +117,37 @@ iperf_tcp_veth() {  # MB/s across the veth
   wait
 }
 
+# examples/kvstore: the server, then the load generator; prints the client's
+# output. $1: rdma (both under rocelab run, the server at 127.0.0.250 since
+# the client resolves it with rdma_cm) or tcp (no rocelab).
+kv_bin=${KV_BIN:-$build/bin}
+kv_load=(-n 20000 --keys 1000 --value-size 64 --get-ratio 0.9)
+kvstore() {
+  port=$((port + 1))
+  if [ "$1" = rdma ]; then
+    timeout -k 5 $limit "$rocelab" run --ip 127.0.0.250 -- "$kv_bin/kv_server" -p $port --clients 1 >"$out/srv" 2>&1 &
+  else
+    timeout -k 5 $limit "$kv_bin/kv_server" --tcp -a 127.0.0.1 -p $port --clients 1 >"$out/srv" 2>&1 &
+  fi
+  local srv=$! rc
+  for _ in $(seq 1 200); do  # an rdma_cm port is not in ss: the server says when it listens
+    grep -q '^kv_server: listening' "$out/srv" && break
+    kill -0 $srv 2>/dev/null || break
+    sleep 0.05
+  done
+  if [ "$1" = rdma ]; then
+    timeout -k 5 $limit "$rocelab" run -- "$kv_bin/kv_client" -p $port "${kv_load[@]}" 127.0.0.250 >"$out/cli" 2>&1
+  else
+    timeout -k 5 $limit "$kv_bin/kv_client" --tcp -p $port "${kv_load[@]}" 127.0.0.1 >"$out/cli" 2>&1
+  fi
+  rc=$?
+  [ $rc = 0 ] || kill $srv 2>/dev/null
+  wait $srv
+  [ $rc = 0 ] || { echo "bench: kvstore $1 failed:" >&2; tail -3 "$out/cli" >&2; }
+  cat "$out/cli"
+}
+kv_ops() { sed -nE 's/^kv_client: result .* ops_per_sec=([0-9]+) .*/\1/p' | tail -1; }
+
 # BW average [MB/s] and message rate [Mpps] from a perftest bandwidth result line.
 bw_mbs() { awk '$1 ~ /^[0-9]+$/ && NF >= 5 {print $4}' | tail -1; }
 bw_mpps() { awk '$1 ~ /^[0-9]+$/ && NF >= 5 {print $5}' | tail -1; }
@@ -154,6 +191,7 @@ pair() {
     write_lat)  echo "ib_write_lat -s 2 t_typical vs sockperf UDP ping-pong avg@perftest ib_write_lat -s 2 | lat_us@sockperf_us@us" ;;
     read_lat)   echo "ib_read_lat -s 2 t_typical vs sockperf UDP ping-pong avg@perftest ib_read_lat -s 2 | lat_us@sockperf_us@us" ;;
     veth_write_bw) echo "ib_write_bw -s 65536 vs iperf3 TCP, both over veth between namespaces@perftest_veth ib_write_bw -s 65536 | bw_mbs@iperf_tcp_veth@MB/s" ;;
+    kvstore)    echo "kvstore 90 % GET 64 B, rocelab verbs vs TCP@kvstore rdma | kv_ops@kvstore tcp | kv_ops@ops/s" ;;
     qps_1000)   echo "ib_write_bw -s 65536 over 1,000 QPs vs over one QP@perftest ib_write_bw -s 65536 -q 1000 -t 32 -n 200 | bw_mbs@perftest ib_write_bw -s 65536 | bw_mbs@MB/s" ;;
     *) return 1 ;;
   esac
@@ -177,6 +215,10 @@ rows=()
 for name in "${pairs[@]}"; do
   spec=$(pair "$name") || { echo "bench: unknown pair $name (one of: ${all[*]})" >&2; exit 2; }
   IFS='@' read -r title ours theirs unit <<< "$spec"
+  if [ "$name" = kvstore ] && { [ ! -x "$kv_bin/kv_server" ] || [ ! -x "$kv_bin/kv_client" ]; }; then
+    echo "bench: $name skipped ($kv_bin/kv_server or kv_client missing; KV_BIN=DIR)" >&2
+    continue
+  fi
   if [ "$name" = veth_write_bw ] && ! veth_up; then
     echo "bench: $name skipped" >&2
     continue
