@@ -109,7 +109,7 @@ Device::Engine::~Engine() {
     helper.join();
   }
   qps.clear();  // their timers belong to the transport
-  if (async_efd >= 0) ::close(async_efd);
+  for (AsyncQueue& q : async_qs) ::close(q.efd);
   for (auto& ch : channels) ::close(ch->efd);
 }
 
@@ -147,19 +147,38 @@ void Device::Engine::log(EngineEvent e) {
 
 void Device::Engine::forget_async(const void* object) {
   std::lock_guard lk(async_mu);
-  std::erase_if(async_q, [&](const AsyncEvent& ev) {
-    return static_cast<const void*>(ev.qp) == object || static_cast<const void*>(ev.cq) == object ||
-           static_cast<const void*>(ev.srq) == object;
-  });
+  for (AsyncQueue& aq : async_qs) {
+    std::erase_if(aq.q, [&](const AsyncEvent& ev) {
+      return static_cast<const void*>(ev.qp) == object || static_cast<const void*>(ev.cq) == object ||
+             static_cast<const void*>(ev.srq) == object;
+    });
+  }
+}
+
+Device::Engine::AsyncQueue* Device::Engine::async_queue(uint32_t id) {
+  for (AsyncQueue& aq : async_qs)
+    if (aq.id == id) return &aq;
+  return nullptr;
 }
 
 void Device::Engine::raise_async(const AsyncEvent& ev) {
+  // The queue the object was given (under mu, as the object's fields are).
+  uint32_t target = 0;
+  if (ev.qp) target = static_cast<const QpImpl*>(ev.qp)->async_queue;
+  if (ev.cq) target = static_cast<const CqImpl*>(ev.cq)->async_queue;
+  if (ev.srq) target = static_cast<const SrqImpl*>(ev.srq)->async_queue;
+  const bool port_event = !ev.qp && !ev.cq && !ev.srq;
   {
     std::lock_guard lk(async_mu);
-    async_q.push_back(ev);
+    AsyncQueue* one_queue = port_event ? nullptr : async_queue(target);
+    if (!port_event && !one_queue) one_queue = &async_qs.front();  // its queue was closed
+    const uint64_t one = 1;
+    for (AsyncQueue& aq : async_qs) {
+      if (one_queue && &aq != one_queue) continue;
+      aq.q.push_back(ev);
+      [[maybe_unused]] ssize_t r = ::write(aq.efd, &one, sizeof one);
+    }
   }
-  const uint64_t one = 1;
-  [[maybe_unused]] ssize_t r = ::write(async_efd, &one, sizeof one);
   EngineEvent e;
   e.kind = EventKind::kAsyncEvent;
   e.async = ev.event_type;
@@ -173,8 +192,9 @@ Result<std::unique_ptr<Device>> Device::create(std::unique_ptr<Transport> transp
                                                DeviceConfig config) {
   if (!transport) return errc(EINVAL);
   auto eng = std::make_unique<Engine>(std::move(transport), std::move(config));
-  eng->async_efd = ::eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
-  if (eng->async_efd < 0) return errc(errno);
+  const int efd = ::eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+  if (efd < 0) return errc(errno);
+  eng->async_qs.push_back({0, efd, {}});
   std::unique_ptr<Device> dev(new Device(std::move(eng)));
   Engine& e = *dev->engine_;
   {
@@ -223,13 +243,17 @@ void Device::reset() {
   e.counters = Counters{};
   e.warned = {};
   {
-    // The eventfd counts the queued events: read it down to zero.
+    // Queue 0 alone is left; its eventfd counts the queued events: read it down to zero.
     std::lock_guard alk(e.async_mu);
-    pollfd pfd{e.async_efd, POLLIN, 0};
+    for (size_t i = 1; i < e.async_qs.size(); ++i) ::close(e.async_qs[i].efd);
+    e.async_qs.resize(1);
+    Engine::AsyncQueue& q0 = e.async_qs.front();
+    pollfd pfd{q0.efd, POLLIN, 0};
     uint64_t v = 0;
-    while (::poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN) && ::read(e.async_efd, &v, sizeof v) == sizeof v) {
+    while (::poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN) && ::read(q0.efd, &v, sizeof v) == sizeof v) {
     }
-    e.async_q.clear();
+    q0.q.clear();
+    e.next_async_queue = 1;
   }
   AsyncEvent ev;
   ev.event_type = EventType::kPortActive;
@@ -272,20 +296,78 @@ std::error_code Device::query_pkey(uint8_t port_num, int index, uint16_t* out) c
   return {};
 }
 
-int Device::async_fd() const { return engine_->async_efd; }
+Result<uint32_t> Device::open_async_queue() {
+  Engine& e = *engine_;
+  const int efd = ::eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+  if (efd < 0) return errc(errno);
+  std::lock_guard alk(e.async_mu);
+  Engine::AsyncQueue& aq = e.async_qs.emplace_back();
+  aq.id = e.next_async_queue++;
+  aq.efd = efd;
+  AsyncEvent ev;
+  ev.event_type = EventType::kPortActive;
+  ev.port_num = kPortNum;
+  aq.q.push_back(ev);
+  const uint64_t one = 1;
+  [[maybe_unused]] ssize_t r = ::write(efd, &one, sizeof one);
+  return aq.id;
+}
+
+std::error_code Device::close_async_queue(uint32_t queue) {
+  Engine& e = *engine_;
+  std::lock_guard alk(e.async_mu);
+  if (queue == 0) return errc(EINVAL);
+  auto it = std::find_if(e.async_qs.begin(), e.async_qs.end(),
+                         [&](const Engine::AsyncQueue& aq) { return aq.id == queue; });
+  if (it == e.async_qs.end()) return errc(EINVAL);
+  ::close(it->efd);
+  e.async_qs.erase(it);
+  return {};
+}
+
+int Device::async_fd(uint32_t queue) const {
+  Engine& e = *engine_;
+  std::lock_guard alk(e.async_mu);
+  const Engine::AsyncQueue* aq = e.async_queue(queue);
+  return aq ? aq->efd : -1;
+}
+
+void Device::set_async_queue(Qp* qp, uint32_t queue) {
+  std::lock_guard lk(engine_->mu);
+  static_cast<QpImpl*>(qp)->async_queue = queue;
+}
+void Device::set_async_queue(Cq* cq, uint32_t queue) {
+  std::lock_guard lk(engine_->mu);
+  static_cast<CqImpl*>(cq)->async_queue = queue;
+}
+void Device::set_async_queue(Srq* srq, uint32_t queue) {
+  std::lock_guard lk(engine_->mu);
+  static_cast<SrqImpl*>(srq)->async_queue = queue;
+}
 
 std::error_code Device::get_async_event(AsyncEvent* out,
-                                        const std::function<void(const AsyncEvent&)>& taken) {
+                                        const std::function<void(const AsyncEvent&)>& taken,
+                                        uint32_t queue) {
   if (!out) return errc(EINVAL);
+  Engine& e = *engine_;
+  int efd = -1;
+  {
+    std::lock_guard alk(e.async_mu);
+    const Engine::AsyncQueue* aq = e.async_queue(queue);
+    if (!aq) return errc(EINVAL);
+    efd = aq->efd;
+  }
   // A count whose event was dropped (forget_async) is passed over: read on,
   // blocking or not as the fd is.
   for (;;) {
     uint64_t v = 0;
-    if (::read(engine_->async_efd, &v, sizeof v) != sizeof v) return errc(errno);
-    std::lock_guard lk(engine_->async_mu);
-    if (engine_->async_q.empty()) continue;
-    *out = engine_->async_q.front();
-    engine_->async_q.pop_front();
+    if (::read(efd, &v, sizeof v) != sizeof v) return errc(errno);
+    std::lock_guard lk(e.async_mu);
+    Engine::AsyncQueue* aq = e.async_queue(queue);
+    if (!aq) return errc(EINVAL);  // closed meanwhile
+    if (aq->q.empty()) continue;
+    *out = aq->q.front();
+    aq->q.pop_front();
     if (taken) taken(*out);
     return {};
   }

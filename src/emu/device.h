@@ -69,15 +69,28 @@ class Device {
   std::error_code query_gid_type(uint8_t port_num, int index, GidType* out) const;
   std::error_code query_pkey(uint8_t port_num, int index, uint16_t* out) const;
 
-  // Async events (QP fatal, CQ error, SRQ limit, port active ...): the fd is
-  // readable while events are queued. get_async_event blocks unless the fd is
-  // O_NONBLOCK (then EAGAIN).
-  int async_fd() const;
+  // Async events (QP fatal, CQ error, SRQ limit, port active ...) wait in
+  // queues, as uverbs keeps one per open device file: queue 0 is the
+  // device's own, open_async_queue() adds one (each context of the verbs shim
+  // has its own). An event about a QP, CQ or SRQ goes to the queue the object
+  // was given (set_async_queue; queue 0 until then, and again once its queue
+  // is closed), a port event to every queue. A queue starts with
+  // PORT_ACTIVE. Its fd is readable while events wait in it; get_async_event
+  // blocks unless the fd is O_NONBLOCK (then EAGAIN).
+  Result<uint32_t> open_async_queue();  // the errno of eventfd when it fails
+  // Its events are dropped and its fd closed; EINVAL for queue 0 or one not open.
+  std::error_code close_async_queue(uint32_t queue);
+  int async_fd(uint32_t queue = 0) const;  // -1 for a queue not open
+  void set_async_queue(Qp* qp, uint32_t queue);
+  void set_async_queue(Cq* cq, uint32_t queue);
+  void set_async_queue(Srq* srq, uint32_t queue);
   // taken, when given, runs with the queue locked as the event leaves it:
   // destroy_qp/cq/srq cannot complete between the two, so a caller may count
   // the event on the object it names (what the verbs shim's destroy waits on).
+  // EINVAL for a queue not open.
   std::error_code get_async_event(AsyncEvent* out,
-                                  const std::function<void(const AsyncEvent&)>& taken = {});
+                                  const std::function<void(const AsyncEvent&)>& taken = {},
+                                  uint32_t queue = 0);
 
   Result<Pd*> alloc_pd();
   std::error_code dealloc_pd(Pd* pd);  // EBUSY while objects use it

@@ -46,9 +46,15 @@ class Device::Engine {
   Counters counters;  // device totals
   std::array<uint8_t, 8> warned{};  // DeviceConfig::warn lines given, per reason
 
-  int async_efd = -1;
-  std::mutex async_mu;  // guards async_q (get_async_event runs without mu)
-  std::deque<AsyncEvent> async_q;
+  // Async event queues (Device::open_async_queue): [0] is the device's own.
+  struct AsyncQueue {
+    uint32_t id = 0;
+    int efd = -1;  // counts the events pushed (EFD_SEMAPHORE)
+    std::deque<AsyncEvent> q;
+  };
+  std::mutex async_mu;  // guards async_qs (get_async_event runs without mu)
+  std::vector<AsyncQueue> async_qs;
+  uint32_t next_async_queue = 1;
 
   std::vector<std::unique_ptr<PdImpl>> pds;
   std::vector<std::unique_ptr<MrImpl>> mrs;
@@ -121,7 +127,10 @@ class Device::Engine {
   void log(EngineEvent e);
   // Counts (ctr may be null: already counted by the caller), logs and drops.
   void drop(QpImpl* qp, const Datagram& d, std::string_view reason, uint64_t Counters::*ctr);
+  // Queues ev: on the queue of the object it names, or on every queue for a
+  // port event.
   void raise_async(const AsyncEvent& ev);
+  AsyncQueue* async_queue(uint32_t id);  // under async_mu; nullptr when closed
   // An object is destroyed: queued async events naming it are dropped, as
   // uverbs drops them (get_async_event would hand out a dangling pointer).
   void forget_async(const void* object);

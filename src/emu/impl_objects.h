@@ -78,6 +78,7 @@ struct CqImpl final : Cq {
   Arm arm = Arm::kNone;
   bool overflowed = false;
   int users = 0;  // QPs on it
+  uint32_t async_queue = 0;  // where its async events go (Device::set_async_queue)
   std::atomic<unsigned> delivered{0}, acked{0};
 
   // Adds a completion; false on overflow (the caller raises CQ_ERR).
@@ -129,6 +130,7 @@ struct SrqImpl final : Srq {
   SrqType type_ = SrqType::kBasic;
   XrcdImpl* xrcd = nullptr;  // XRC
   CqImpl* cq = nullptr;      // XRC: its receives complete here
+  uint32_t async_queue = 0;  // where its async events go (Device::set_async_queue)
 };
 
 struct AhImpl final : Ah {

@@ -119,6 +119,7 @@ class QpImpl final : public Qp {
   XrcdImpl* xrcd = nullptr;  // XRC_TGT
   int handles = 1;           // XRC_TGT: the creator's and every open_qp's
   uint32_t mcast_groups = 0;  // UD: multicast groups attached (mcast.cc)
+  uint32_t async_queue = 0;   // where its async events go (Device::set_async_queue)
   QpType type_ = QpType::kRC;
   uint32_t qpn = 0;
   bool sq_sig_all = false;

@@ -37,12 +37,19 @@ ibv_context* make_context(EmuDevice& dev, int cmd_fd) noexcept {
   sc->dev = &dev;
   sc->engine = *engine;
   sc->file_id = id;
+  auto queue = sc->engine->open_async_queue();
+  if (!queue) {
+    delete sc;
+    dev.runtime.release();
+    return fail_null<ibv_context>(queue.error());
+  }
+  sc->async_queue = *queue;
   fill_ops(sc->vctx);
   sc->vctx.sz = sizeof(verbs_context);
   ibv_context& ctx = sc->vctx.context;
   ctx.device = &dev.abi.ibdev;
   ctx.cmd_fd = cmd_fd;  // a real fd: programs poll/fcntl/dup it; nothing is ever written
-  ctx.async_fd = sc->engine->async_fd();
+  ctx.async_fd = sc->engine->async_fd(sc->async_queue);
   ctx.num_comp_vectors = 1;
   pthread_mutex_init(&ctx.mutex, nullptr);
   ctx.abi_compat = __VERBS_ABI_IS_EXTENDED;
@@ -67,6 +74,7 @@ ibv_context* open_device(EmuDevice& dev) noexcept {
 int close_device(ibv_context* ctx) noexcept {
   ShimContext* sc = shim(ctx);
   unregister_context(sc);
+  (void)sc->engine->close_async_queue(sc->async_queue);
   close(ctx->cmd_fd);
   pthread_mutex_destroy(&ctx->mutex);
   EmuDevice* dev = sc->dev;
@@ -247,7 +255,7 @@ int get_async_event(ibv_context* ctx, ibv_async_event* event) noexcept {
       out.element.port_num = e.port_num;
     }
   };
-  if (std::error_code ec = engine_of(ctx).get_async_event(&ae, taken)) {
+  if (std::error_code ec = engine_of(ctx).get_async_event(&ae, taken, shim(ctx)->async_queue)) {
     errno = ec.value();
     return -1;
   }

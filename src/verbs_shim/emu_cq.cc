@@ -81,6 +81,7 @@ ShimCq* make_cq(ibv_context* ctx, int cqe, void* cq_context, ibv_comp_channel* c
   }
   c->e = *cq;
   c->e->set_user_context(c);
+  engine_of(ctx).set_async_queue(c->e, shim(ctx)->async_queue);
   c->wall_offset_ns = wall_clock_ns() - static_cast<int64_t>(engine_of(ctx).clock_ns());
   ibv_cq_ex& x = c->cqx;
   x.context = ctx;

@@ -123,6 +123,7 @@ ibv_qp* make_qp(ibv_context* ctx, ibv_pd* pd, void* qp_context, ibv_cq* send_cq,
   }
   q->e = *qp;
   q->e->set_user_context(q);
+  engine_of(ctx).set_async_queue(q->e, shim(ctx)->async_queue);
   q->batch = batch;
   q->ring_next = q->ring_prev = q;
   ibv_qp& b = q->qpx.qp_base;

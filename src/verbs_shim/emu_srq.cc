@@ -23,6 +23,7 @@ ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) noexcept {
     return nullptr;
   }
   s->e = *srq;
+  engine_of(pd->context).set_async_queue(s->e, shim(pd->context)->async_queue);
   s->e->set_user_context(s);
   s->srq.context = pd->context;
   s->srq.srq_context = attr->srq_context;

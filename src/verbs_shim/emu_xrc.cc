@@ -93,6 +93,7 @@ ibv_srq* create_srq_ex(ibv_context* ctx, ibv_srq_init_attr_ex* attr) noexcept {
     return nullptr;
   }
   s->e = *srq;
+  engine_of(ctx).set_async_queue(s->e, shim(ctx)->async_queue);
   s->e->set_user_context(s);
   s->srq.context = ctx;
   s->srq.srq_context = attr->srq_context;

@@ -21,6 +21,10 @@ struct ShimContext {
   // cmd_fd (a memfd's inode). A context imported from a dup of that fd has the
   // same one, and only such contexts may import each other's PDs and MRs.
   uint64_t file_id;
+  // Its own async event queue on the engine (async_fd, ibv_get_async_event),
+  // as each open uverbs file has one: the events of the QPs, CQs and SRQs
+  // made on this context, and every port event.
+  uint32_t async_queue;
 };
 
 struct ShimTd {

@@ -242,6 +242,66 @@ TEST(Srq, LimitEventFiresOnceBelowTheLimit) {
   EXPECT_EQ(srq->query().srq_limit, 0u);  // disarmed
 }
 
+// Async events wait in queues, one per open device file in uverbs: an
+// object's events on the queue it was given, port events on every queue, and
+// nothing of one queue's on another's fd.
+TEST(AsyncQueues, AnObjectsEventsGoToItsQueueOnly) {
+  Env env(Net::kSim);
+  Node a = env.make_node(1, QpType::kRC, 4096, kAll);
+  Node b;
+  b.dev = env.make_device(2);
+  auto q1 = b.dev->open_async_queue();
+  auto q2 = b.dev->open_async_queue();
+  ASSERT_TRUE(q1 && q2);
+  ASSERT_NE(*q1, *q2);
+  const int fd0 = b.dev->async_fd(), fd1 = b.dev->async_fd(*q1), fd2 = b.dev->async_fd(*q2);
+  EXPECT_TRUE(fd0 >= 0 && fd1 >= 0 && fd2 >= 0 && fd0 != fd1 && fd1 != fd2 && fd0 != fd2);
+  AsyncEvent ev;
+  for (uint32_t q : {0u, *q1, *q2}) {  // each starts with PORT_ACTIVE
+    ASSERT_FALSE(b.dev->get_async_event(&ev, {}, q));
+    EXPECT_EQ(ev.event_type, EventType::kPortActive);
+  }
+  b.pd = *b.dev->alloc_pd();
+  b.scq = *b.dev->create_cq(16, nullptr, 0);
+  b.rcq = *b.dev->create_cq(16, nullptr, 0);
+  b.buf.assign(4096, std::byte{0});
+  b.mr = *b.dev->reg_mr(b.pd, b.buf.data(), 4096, b.addr(), kAll);
+  Srq* srq = *b.dev->create_srq(b.pd, SrqAttr{16, 1, 0});
+  b.dev->set_async_queue(srq, *q2);
+  QpInitAttr ia;
+  ia.send_cq = b.scq;
+  ia.recv_cq = b.rcq;
+  ia.srq = srq;
+  ia.cap = {8, 0, 1, 0, 0};
+  b.qp = *b.dev->create_qp(b.pd, ia);
+  ASSERT_FALSE(connect_pair(*a.dev, *a.qp, *b.dev, *b.qp, ConnectOptions{}));
+  for (uint64_t i = 0; i < 2; ++i) {
+    Sge sge{b.addr() + i * 100, 100, b.mr->lkey()};
+    RecvWr r;
+    r.wr_id = i;
+    r.sg_list = std::span<const Sge>(&sge, 1);
+    ASSERT_FALSE(srq->post_recv(std::span<const RecvWr>(&r, 1), nullptr));
+  }
+  ASSERT_FALSE(srq->modify(SrqAttr{0, 0, 2}, srq_attr::kLimit));
+  Sge s{a.addr(), 10, a.mr->lkey()};
+  ASSERT_FALSE(post_send(a.qp, make_wr(WrOpcode::kSend, &s, 1, 1)));
+  ASSERT_EQ(env.wait_wcs(b.rcq, 1, {a.dev.get(), b.dev.get()}).size(), 1u);
+  EXPECT_FALSE(readable(fd0));
+  EXPECT_FALSE(readable(fd1));
+  ASSERT_TRUE(readable(fd2));
+  ASSERT_FALSE(b.dev->get_async_event(&ev, {}, *q2));
+  EXPECT_EQ(ev.event_type, EventType::kSrqLimitReached);
+  EXPECT_EQ(ev.srq, srq);
+  EXPECT_FALSE(readable(fd2));
+  // A closed queue is gone: its fd closed, EINVAL; queue 0 cannot be closed.
+  EXPECT_FALSE(b.dev->close_async_queue(*q1));
+  EXPECT_EQ(b.dev->async_fd(*q1), -1);
+  EXPECT_EQ(b.dev->get_async_event(&ev, {}, *q1), std::errc::invalid_argument);
+  EXPECT_EQ(b.dev->close_async_queue(*q1), std::errc::invalid_argument);
+  EXPECT_EQ(b.dev->close_async_queue(0), std::errc::invalid_argument);
+  EXPECT_FALSE(b.dev->close_async_queue(*q2));
+}
+
 class UdGrh : public ::testing::TestWithParam<Net> {};
 
 // IBTA 11.4.1.1 / rxe: 40 bytes of GRH ahead of the payload; IPv4: bytes 0-19

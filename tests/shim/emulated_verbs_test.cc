@@ -772,6 +772,91 @@ TEST_F(Emulated, DeviceAddressIsOnAnInterface) {
   }
 }
 
+// Every context has its own async fd and events, as every open uverbs file
+// has (UCX registers each context's fd with its event loop; Open MPI opens a
+// device twice): an SRQ's event on its own context's fd alone, PORT_ACTIVE
+// on each.
+TEST_F(Emulated, EachContextHasItsOwnAsyncEvents) {
+  ibv_context* ctx2 = ibv_open_device(list_[0]);
+  ASSERT_NE(ctx2, nullptr);
+  ASSERT_NE(ctx2->async_fd, ctx_->async_fd);
+  for (ibv_context* c : {ctx_, ctx2}) {
+    const int flags = fcntl(c->async_fd, F_GETFL);
+    ASSERT_EQ(fcntl(c->async_fd, F_SETFL, flags | O_NONBLOCK), 0);
+    ibv_async_event ev{};
+    ASSERT_EQ(ibv_get_async_event(c, &ev), 0);
+    EXPECT_EQ(ev.event_type, IBV_EVENT_PORT_ACTIVE);
+    ibv_ack_async_event(&ev);
+    EXPECT_EQ(ibv_get_async_event(c, &ev), -1);
+    EXPECT_EQ(errno, EAGAIN);
+  }
+  ibv_pd* pd2 = ibv_alloc_pd(ctx2);
+  ibv_cq* cq2 = ibv_create_cq(ctx2, 16, nullptr, nullptr, 0);
+  ibv_cq* cq = ibv_create_cq(ctx_, 16, nullptr, nullptr, 0);
+  ASSERT_TRUE(pd2 && cq2 && cq);
+  ibv_srq_init_attr sa{};
+  sa.attr.max_wr = 8;
+  sa.attr.max_sge = 1;
+  ibv_srq* srq2 = ibv_create_srq(pd2, &sa);
+  ASSERT_NE(srq2, nullptr);
+  std::vector<uint8_t> buf(4096, 0);
+  ibv_mr* mr2 = ibv_reg_mr(pd2, buf.data(), 2048, IBV_ACCESS_LOCAL_WRITE);
+  ibv_mr* mr = ibv_reg_mr(pd_, buf.data() + 2048, 2048, IBV_ACCESS_LOCAL_WRITE);
+  ASSERT_TRUE(mr2 && mr);
+  for (uint64_t i = 0; i < 2; ++i) {
+    ibv_sge g{reinterpret_cast<uintptr_t>(buf.data() + 512 * i), 512, mr2->lkey};
+    ibv_recv_wr r{};
+    r.wr_id = i;
+    r.sg_list = &g;
+    r.num_sge = 1;
+    ibv_recv_wr* bad = nullptr;
+    ASSERT_EQ(ibv_post_srq_recv(srq2, &r, &bad), 0);
+  }
+  ibv_srq_attr limit{};
+  limit.srq_limit = 2;  // the first receive taken leaves 1, below it
+  ASSERT_EQ(ibv_modify_srq(srq2, &limit, IBV_SRQ_LIMIT), 0);
+  ibv_qp_init_attr ia{};
+  ia.send_cq = ia.recv_cq = cq2;
+  ia.srq = srq2;
+  ia.qp_type = IBV_QPT_RC;
+  ia.cap.max_send_wr = 8;
+  ia.cap.max_send_sge = 1;
+  ibv_qp* rx = ibv_create_qp(pd2, &ia);
+  ibv_qp* tx = rc_qp(cq);
+  ASSERT_NO_FATAL_FAILURE(connect_pair(tx, rx));
+  ibv_sge s{reinterpret_cast<uintptr_t>(buf.data() + 3072), 16, mr->lkey};
+  ibv_send_wr w{};
+  w.sg_list = &s;
+  w.num_sge = 1;
+  w.opcode = IBV_WR_SEND;
+  w.send_flags = IBV_SEND_SIGNALED;
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(ibv_post_send(tx, &w, &bad), 0);
+  pollfd pfd{ctx2->async_fd, POLLIN, 0};
+  ASSERT_EQ(poll(&pfd, 1, 10'000), 1) << "no SRQ limit event on the SRQ's context";
+  pollfd other{ctx_->async_fd, POLLIN, 0};
+  EXPECT_EQ(poll(&other, 1, 0), 0) << "the event reached another context";
+  ibv_async_event ev{};
+  ASSERT_EQ(ibv_get_async_event(ctx2, &ev), 0);
+  EXPECT_EQ(ev.event_type, IBV_EVENT_SRQ_LIMIT_REACHED);
+  EXPECT_EQ(ev.element.srq, srq2);
+  ibv_ack_async_event(&ev);
+  EXPECT_EQ(ibv_get_async_event(ctx_, &ev), -1);  // nothing for the first context
+  EXPECT_EQ(errno, EAGAIN);
+  ibv_wc wc[2];
+  for (int got = 0, spins = 0; got < 2 && spins < 2'000'000; ++spins)
+    got += ibv_poll_cq(cq, 2, wc) + ibv_poll_cq(cq2, 2, wc);
+  EXPECT_EQ(ibv_destroy_qp(tx), 0);
+  EXPECT_EQ(ibv_destroy_qp(rx), 0);
+  EXPECT_EQ(ibv_destroy_srq(srq2), 0);
+  EXPECT_EQ(ibv_dereg_mr(mr), 0);
+  EXPECT_EQ(ibv_dereg_mr(mr2), 0);
+  EXPECT_EQ(ibv_destroy_cq(cq), 0);
+  EXPECT_EQ(ibv_destroy_cq(cq2), 0);
+  EXPECT_EQ(ibv_dealloc_pd(pd2), 0);
+  EXPECT_EQ(ibv_close_device(ctx2), 0);
+}
+
 // ibv_get_async_event(3): destroying the object an event names waits until
 // the event is acknowledged (a program may ack from another thread after it
 // has asked for the destroy, as UCX's async thread does).
