@@ -19,9 +19,15 @@
 # rocelab): the same workload, ops/s (KV_BIN: where kv_server and kv_client
 # are, default the build's bin/; skipped when they are not there).
 #
+# mpi_lat and mpi_bw run tests/shim/programs/mpi_check --bench with 2 ranks
+# (Open MPI): over UCX on rocelab0 (every rank under rocelab run) and over
+# Open MPI's TCP transport (ob1 + btl tcp, no rocelab): 8-byte ping-pong
+# latency, 1 MiB messages' bandwidth (tests/shim/mpi.sh; skipped without
+# mpirun or the program).
+#
 # Usage: bench/run.sh [--build DIR] [--runs N] [--no-micro] [PAIR...]
 #   PAIR: write_bw read_bw send_bw write_rate send_lat write_lat read_lat
-#   veth_write_bw qps_1000 kvstore (default: all). `bench/run.sh write_bw` runs
+#   veth_write_bw qps_1000 kvstore mpi_lat mpi_bw (default: all). `bench/run.sh write_bw` runs
 #   one measurement pair.
 set -u
 cd "$(dirname "$0")/.."
@@ -35,7 +41,7 @@ while [ $# -gt 0 ]; do
     *) pairs+=("$1"); shift ;;
   esac
 done
-all=(write_bw read_bw send_bw write_rate send_lat write_lat read_lat veth_write_bw qps_1000 kvstore)
+all=(write_bw read_bw send_bw write_rate send_lat write_lat read_lat veth_write_bw qps_1000 kvstore mpi_lat mpi_bw)
 [ ${#pairs[@]} = 0 ] && pairs=("${all[@]}")
 rocelab=$build/bin/rocelab
 [ -x "$rocelab" ] || { echo "bench: $rocelab missing (make build)" >&2; exit 1; }
@@ -148,6 +154,16 @@ kvstore() {
 }
 kv_ops() { sed -nE 's/^kv_client: result .* ops_per_sec=([0-9]+) .*/\1/p' | tail -1; }
 
+# mpi_check --bench, 2 ranks: $1 rdma (UCX on rocelab0) or tcp (ob1 + btl tcp).
+mpi_prog=$build/bin/shim_mpi_check
+mpi_bench() {
+  local tcp=()
+  [ "$1" = tcp ] && tcp=(-t)
+  TIMEOUT=$limit bash tests/shim/mpi.sh "$rocelab" "$mpi_prog" 2 -b "${tcp[@]}" 2>&1
+}
+mpi_lat() { sed -nE 's/^mpi_check: bench latency 8 B: ([0-9.]+) us.*/\1/p' | tail -1; }
+mpi_bw() { sed -nE 's/^mpi_check: bench bandwidth 1048576 B: ([0-9.]+) MB\/s.*/\1/p' | tail -1; }
+
 # BW average [MB/s] and message rate [Mpps] from a perftest bandwidth result line.
 bw_mbs() { awk '$1 ~ /^[0-9]+$/ && NF >= 5 {print $4}' | tail -1; }
 bw_mpps() { awk '$1 ~ /^[0-9]+$/ && NF >= 5 {print $5}' | tail -1; }
@@ -191,6 +207,8 @@ pair() {
     write_lat)  echo "ib_write_lat -s 2 t_typical vs sockperf UDP ping-pong avg@perftest ib_write_lat -s 2 | lat_us@sockperf_us@us" ;;
     read_lat)   echo "ib_read_lat -s 2 t_typical vs sockperf UDP ping-pong avg@perftest ib_read_lat -s 2 | lat_us@sockperf_us@us" ;;
     veth_write_bw) echo "ib_write_bw -s 65536 vs iperf3 TCP, both over veth between namespaces@perftest_veth ib_write_bw -s 65536 | bw_mbs@iperf_tcp_veth@MB/s" ;;
+    mpi_lat)    echo "mpi_check 8 B ping-pong, Open MPI over UCX on rocelab0 vs over TCP@mpi_bench rdma | mpi_lat@mpi_bench tcp | mpi_lat@us" ;;
+    mpi_bw)     echo "mpi_check 1 MiB bandwidth, Open MPI over UCX on rocelab0 vs over TCP@mpi_bench rdma | mpi_bw@mpi_bench tcp | mpi_bw@MB/s" ;;
     kvstore)    echo "kvstore 90 % GET 64 B, rocelab verbs vs TCP@kvstore rdma | kv_ops@kvstore tcp | kv_ops@ops/s" ;;
     qps_1000)   echo "ib_write_bw -s 65536 over 1,000 QPs vs over one QP@perftest ib_write_bw -s 65536 -q 1000 -t 32 -n 200 | bw_mbs@perftest ib_write_bw -s 65536 | bw_mbs@MB/s" ;;
     *) return 1 ;;
@@ -217,6 +235,10 @@ for name in "${pairs[@]}"; do
   IFS='@' read -r title ours theirs unit <<< "$spec"
   if [ "$name" = kvstore ] && { [ ! -x "$kv_bin/kv_server" ] || [ ! -x "$kv_bin/kv_client" ]; }; then
     echo "bench: $name skipped ($kv_bin/kv_server or kv_client missing; KV_BIN=DIR)" >&2
+    continue
+  fi
+  if [ "${name#mpi_}" != "$name" ] && { ! command -v mpirun >/dev/null || [ ! -x "$mpi_prog" ]; }; then
+    echo "bench: $name skipped (no mpirun or no $mpi_prog)" >&2
     continue
   fi
   if [ "$name" = veth_write_bw ] && ! veth_up; then

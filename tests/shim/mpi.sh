@@ -30,10 +30,6 @@
 #   UCX_NET_DEVICES=rocelab0:1
 #   UCX_UD_VERBS_ETH_DGID_CHECK=n   UCX before 1.19 drops UD packets from
 #                        IPv4 GIDs otherwise (docs/frameworks.md)
-#   UCX_IB_ASYNC_EVENTS=n   osc ucx opens a second UCP context, hence a second
-#                        ibv_context on rocelab0; the emulated contexts of a
-#                        device share one async_fd, and UCX refuses a second
-#                        handler on the same fd ("id range [N..N+1) is full")
 #   UCX_LOG_LEVEL=info   each UCP endpoint's transports (ep_cfg lines), checked
 # Exits 77 (ctest: skipped) when mpirun, or namespaces for -n, are unavailable.
 # Every command is bounded (TIMEOUT, default 180 s).
@@ -77,7 +73,7 @@ if [ $tcp = 1 ]; then
 else
   args+=(--mca pml ucx --mca osc ucx --mca btl self
          -x UCX_TLS=rc_verbs,ud_verbs -x UCX_NET_DEVICES=rocelab0:1
-         -x UCX_UD_VERBS_ETH_DGID_CHECK=n -x UCX_IB_ASYNC_EVENTS=n -x UCX_LOG_LEVEL=info)
+         -x UCX_UD_VERBS_ETH_DGID_CHECK=n -x UCX_LOG_LEVEL=info)
 fi
 prog_args=()
 [ $bench = 1 ] && prog_args=(--bench)
