@@ -21,6 +21,28 @@ bool readable(int fd) {
   return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
 }
 
+// b: a device of env (node 2) whose RC QP takes its receives from an SRQ
+// (returned), connected to a's QP. `before` runs on b's device once it exists.
+template <typename Before>
+Srq* srq_node(Env& env, Node& a, Node& b, Before&& before) {
+  b.dev = env.make_device(2);
+  before(*b.dev);
+  b.pd = *b.dev->alloc_pd();
+  b.scq = *b.dev->create_cq(16, nullptr, 0);
+  b.rcq = *b.dev->create_cq(16, nullptr, 0);
+  b.buf.assign(4096, std::byte{0});
+  b.mr = *b.dev->reg_mr(b.pd, b.buf.data(), 4096, b.addr(), kAll);
+  Srq* srq = *b.dev->create_srq(b.pd, SrqAttr{16, 1, 0});
+  QpInitAttr ia;
+  ia.send_cq = b.scq;
+  ia.recv_cq = b.rcq;
+  ia.srq = srq;
+  ia.cap = {8, 0, 1, 0, 0};
+  b.qp = *b.dev->create_qp(b.pd, ia);
+  EXPECT_FALSE(connect_pair(*a.dev, *a.qp, *b.dev, *b.qp, ConnectOptions{}));
+  return srq;
+}
+
 TEST(Device, AttributesPortAndGidTable) {
   Env env(Net::kSim, Mtu::k2048);
   auto dev = env.make_device(7);
@@ -205,20 +227,7 @@ TEST(Srq, LimitEventFiresOnceBelowTheLimit) {
   Env env(Net::kSim);
   Node a = env.make_node(1, QpType::kRC, 4096, kAll);
   Node b;
-  b.dev = env.make_device(2);
-  b.pd = *b.dev->alloc_pd();
-  b.scq = *b.dev->create_cq(16, nullptr, 0);
-  b.rcq = *b.dev->create_cq(16, nullptr, 0);
-  b.buf.assign(4096, std::byte{0});
-  b.mr = *b.dev->reg_mr(b.pd, b.buf.data(), 4096, b.addr(), kAll);
-  Srq* srq = *b.dev->create_srq(b.pd, SrqAttr{16, 1, 0});
-  QpInitAttr ia;
-  ia.send_cq = b.scq;
-  ia.recv_cq = b.rcq;
-  ia.srq = srq;
-  ia.cap = {8, 0, 1, 0, 0};
-  b.qp = *b.dev->create_qp(b.pd, ia);
-  ASSERT_FALSE(connect_pair(*a.dev, *a.qp, *b.dev, *b.qp, ConnectOptions{}));
+  Srq* srq = srq_node(env, a, b, [](Device&) {});
   AsyncEvent ev;
   ASSERT_FALSE(b.dev->get_async_event(&ev));  // PORT_ACTIVE
   for (uint64_t i = 0; i < 4; ++i) {
@@ -249,11 +258,14 @@ TEST(AsyncQueues, AnObjectsEventsGoToItsQueueOnly) {
   Env env(Net::kSim);
   Node a = env.make_node(1, QpType::kRC, 4096, kAll);
   Node b;
-  b.dev = env.make_device(2);
-  auto q1 = b.dev->open_async_queue();
-  auto q2 = b.dev->open_async_queue();
+  Result<uint32_t> q1 = std::make_error_code(std::errc::invalid_argument), q2 = q1;
+  Srq* srq = srq_node(env, a, b, [&](Device& d) {
+    q1 = d.open_async_queue();
+    q2 = d.open_async_queue();
+  });
   ASSERT_TRUE(q1 && q2);
   ASSERT_NE(*q1, *q2);
+  b.dev->set_async_queue(srq, *q2);
   const int fd0 = b.dev->async_fd(), fd1 = b.dev->async_fd(*q1), fd2 = b.dev->async_fd(*q2);
   EXPECT_TRUE(fd0 >= 0 && fd1 >= 0 && fd2 >= 0 && fd0 != fd1 && fd1 != fd2 && fd0 != fd2);
   AsyncEvent ev;
@@ -261,20 +273,6 @@ TEST(AsyncQueues, AnObjectsEventsGoToItsQueueOnly) {
     ASSERT_FALSE(b.dev->get_async_event(&ev, {}, q));
     EXPECT_EQ(ev.event_type, EventType::kPortActive);
   }
-  b.pd = *b.dev->alloc_pd();
-  b.scq = *b.dev->create_cq(16, nullptr, 0);
-  b.rcq = *b.dev->create_cq(16, nullptr, 0);
-  b.buf.assign(4096, std::byte{0});
-  b.mr = *b.dev->reg_mr(b.pd, b.buf.data(), 4096, b.addr(), kAll);
-  Srq* srq = *b.dev->create_srq(b.pd, SrqAttr{16, 1, 0});
-  b.dev->set_async_queue(srq, *q2);
-  QpInitAttr ia;
-  ia.send_cq = b.scq;
-  ia.recv_cq = b.rcq;
-  ia.srq = srq;
-  ia.cap = {8, 0, 1, 0, 0};
-  b.qp = *b.dev->create_qp(b.pd, ia);
-  ASSERT_FALSE(connect_pair(*a.dev, *a.qp, *b.dev, *b.qp, ConnectOptions{}));
   for (uint64_t i = 0; i < 2; ++i) {
     Sge sge{b.addr() + i * 100, 100, b.mr->lkey()};
     RecvWr r;

@@ -124,6 +124,43 @@ class Emulated : public ::testing::Test {
     EXPECT_EQ(qp->state, IBV_QPS_RTS);
   }
 
+  // An SRQ limit event on the way: `srq` (on pd, receives into rx_mr's first
+  // 2 KiB) gets `n` receives and its limit armed at n, so the first message
+  // taken fires it; *rx, an RC QP on pd and rx_cq with that SRQ, is connected
+  // to *tx, an RC QP of ctx_ on tx_cq, which sends it 16 bytes from `src`.
+  void send_to_armed_srq(ibv_pd* pd, ibv_cq* rx_cq, ibv_srq* srq, ibv_mr* rx_mr, uint32_t n,
+                         ibv_cq* tx_cq, const ibv_sge& src, ibv_qp** tx, ibv_qp** rx) {
+    for (uint64_t i = 0; i < n; ++i) {
+      ibv_sge g{reinterpret_cast<uintptr_t>(rx_mr->addr) + 512 * i, 512, rx_mr->lkey};
+      ibv_recv_wr r{};
+      r.wr_id = i;
+      r.sg_list = &g;
+      r.num_sge = 1;
+      ibv_recv_wr* bad = nullptr;
+      ASSERT_EQ(ibv_post_srq_recv(srq, &r, &bad), 0);
+    }
+    ibv_srq_attr limit{};
+    limit.srq_limit = n;
+    ASSERT_EQ(ibv_modify_srq(srq, &limit, IBV_SRQ_LIMIT), 0);
+    ibv_qp_init_attr ia{};
+    ia.send_cq = ia.recv_cq = rx_cq;
+    ia.srq = srq;
+    ia.qp_type = IBV_QPT_RC;
+    ia.cap.max_send_wr = 8;
+    ia.cap.max_send_sge = 1;
+    *rx = ibv_create_qp(pd, &ia);
+    *tx = rc_qp(tx_cq);
+    ASSERT_NO_FATAL_FAILURE(connect_pair(*tx, *rx));
+    ibv_sge s = src;
+    ibv_send_wr w{};
+    w.sg_list = &s;
+    w.num_sge = 1;
+    w.opcode = IBV_WR_SEND;
+    w.send_flags = IBV_SEND_SIGNALED;
+    ibv_send_wr* bad = nullptr;
+    ASSERT_EQ(ibv_post_send(*tx, &w, &bad), 0);
+  }
+
   ibv_device** list_ = nullptr;
   ibv_context* ctx_ = nullptr;
   ibv_pd* pd_ = nullptr;
@@ -803,35 +840,10 @@ TEST_F(Emulated, EachContextHasItsOwnAsyncEvents) {
   ibv_mr* mr2 = ibv_reg_mr(pd2, buf.data(), 2048, IBV_ACCESS_LOCAL_WRITE);
   ibv_mr* mr = ibv_reg_mr(pd_, buf.data() + 2048, 2048, IBV_ACCESS_LOCAL_WRITE);
   ASSERT_TRUE(mr2 && mr);
-  for (uint64_t i = 0; i < 2; ++i) {
-    ibv_sge g{reinterpret_cast<uintptr_t>(buf.data() + 512 * i), 512, mr2->lkey};
-    ibv_recv_wr r{};
-    r.wr_id = i;
-    r.sg_list = &g;
-    r.num_sge = 1;
-    ibv_recv_wr* bad = nullptr;
-    ASSERT_EQ(ibv_post_srq_recv(srq2, &r, &bad), 0);
-  }
-  ibv_srq_attr limit{};
-  limit.srq_limit = 2;  // the first receive taken leaves 1, below it
-  ASSERT_EQ(ibv_modify_srq(srq2, &limit, IBV_SRQ_LIMIT), 0);
-  ibv_qp_init_attr ia{};
-  ia.send_cq = ia.recv_cq = cq2;
-  ia.srq = srq2;
-  ia.qp_type = IBV_QPT_RC;
-  ia.cap.max_send_wr = 8;
-  ia.cap.max_send_sge = 1;
-  ibv_qp* rx = ibv_create_qp(pd2, &ia);
-  ibv_qp* tx = rc_qp(cq);
-  ASSERT_NO_FATAL_FAILURE(connect_pair(tx, rx));
-  ibv_sge s{reinterpret_cast<uintptr_t>(buf.data() + 3072), 16, mr->lkey};
-  ibv_send_wr w{};
-  w.sg_list = &s;
-  w.num_sge = 1;
-  w.opcode = IBV_WR_SEND;
-  w.send_flags = IBV_SEND_SIGNALED;
-  ibv_send_wr* bad = nullptr;
-  ASSERT_EQ(ibv_post_send(tx, &w, &bad), 0);
+  ibv_qp* tx = nullptr;
+  ibv_qp* rx = nullptr;
+  const ibv_sge src{reinterpret_cast<uintptr_t>(buf.data() + 3072), 16, mr->lkey};
+  ASSERT_NO_FATAL_FAILURE(send_to_armed_srq(pd2, cq2, srq2, mr2, 2, cq, src, &tx, &rx));
   pollfd pfd{ctx2->async_fd, POLLIN, 0};
   ASSERT_EQ(poll(&pfd, 1, 10'000), 1) << "no SRQ limit event on the SRQ's context";
   pollfd other{ctx_->async_fd, POLLIN, 0};
@@ -871,35 +883,10 @@ TEST_F(Emulated, DestroyWaitsForTheAckOfAnEventNamingTheObject) {
   std::vector<uint8_t> buf(4096, 0);
   ibv_mr* mr = ibv_reg_mr(pd_, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE);
   ASSERT_NE(mr, nullptr);
-  for (uint64_t i = 0; i < 4; ++i) {
-    ibv_sge g{reinterpret_cast<uintptr_t>(buf.data() + 512 * i), 512, mr->lkey};
-    ibv_recv_wr r{};
-    r.wr_id = i;
-    r.sg_list = &g;
-    r.num_sge = 1;
-    ibv_recv_wr* bad = nullptr;
-    ASSERT_EQ(ibv_post_srq_recv(srq, &r, &bad), 0);
-  }
-  ibv_srq_attr limit{};
-  limit.srq_limit = 4;  // armed: the next receive taken leaves 3, below it
-  ASSERT_EQ(ibv_modify_srq(srq, &limit, IBV_SRQ_LIMIT), 0);
-  ibv_qp_init_attr ia{};
-  ia.send_cq = ia.recv_cq = cq;
-  ia.srq = srq;
-  ia.qp_type = IBV_QPT_RC;
-  ia.cap.max_send_wr = 8;
-  ia.cap.max_send_sge = 1;
-  ibv_qp* rx = ibv_create_qp(pd_, &ia);
-  ibv_qp* tx = rc_qp(cq);
-  ASSERT_NO_FATAL_FAILURE(connect_pair(tx, rx));
-  ibv_sge s{reinterpret_cast<uintptr_t>(buf.data() + 3072), 16, mr->lkey};
-  ibv_send_wr w{};
-  w.sg_list = &s;
-  w.num_sge = 1;
-  w.opcode = IBV_WR_SEND;
-  w.send_flags = IBV_SEND_SIGNALED;
-  ibv_send_wr* bad = nullptr;
-  ASSERT_EQ(ibv_post_send(tx, &w, &bad), 0);
+  ibv_qp* tx = nullptr;
+  ibv_qp* rx = nullptr;
+  const ibv_sge src{reinterpret_cast<uintptr_t>(buf.data() + 3072), 16, mr->lkey};
+  ASSERT_NO_FATAL_FAILURE(send_to_armed_srq(pd_, cq, srq, mr, 4, cq, src, &tx, &rx));
 
   pollfd pfd{ctx_->async_fd, POLLIN, 0};
   ibv_async_event ev{};
