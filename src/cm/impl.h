@@ -147,6 +147,10 @@ class Cm::Impl {
   IdHandle new_id(ChannelHandle ch, PortSpace ps, emu::QpType t);
   // A REQ / SIDR_REQ for service (ps, port) arrived on port at dst: the listener, or null.
   Id* find_listener(PortSpace ps, uint16_t port_no, const DevicePort& on, const wire::IpAddr& dst);
+  // CmConfig::on_listens: the Service IDs each device listens on (under mu),
+  // then told (without it).
+  std::vector<std::pair<emu::Device*, std::vector<uint64_t>>> listens_locked() const;
+  void publish_listens();
 
   // ---- addr.cc ----
   RouteVerdict route(const emu::Device& from, const wire::IpAddr& dst) const;
@@ -156,7 +160,7 @@ class Cm::Impl {
   uint32_t random24() { return static_cast<uint32_t>(rng()) & 0xFFFFFF; }
 
   // ---- mad_agent.cc ----
-  uint32_t new_comm_id();
+  uint32_t new_comm_id(const DevicePort& p);
   uint64_t form_tid(const DevicePort& p, uint32_t local_comm_id) const;
   Conn& new_conn(DevicePort& p);
   Conn* find_conn(uint32_t local_comm_id);

@@ -31,10 +31,15 @@ std::string_view to_string(CmState s) {
 }
 
 // The kernel draws a comm ID with xa_alloc_cyclic and XORs a random operand
-// into it; 0 is never used (a REJ to an unknown REQ carries 0).
-uint32_t Impl::new_comm_id() {
+// into it; 0 is never used (a REJ to an unknown REQ carries 0). On a device
+// whose address other processes share (emu::DeviceConfig::qpn_block), the top
+// byte is its block, as in its QPNs: the peer's answers name the ID, and the
+// address's socket group is steered by its top byte (src/host).
+uint32_t Impl::new_comm_id(const DevicePort& p) {
+  const int block = p.dev->qpn_block();
   for (;;) {
-    const uint32_t id = next_comm++ ^ comm_operand;
+    uint32_t id = next_comm++ ^ comm_operand;
+    if (block >= 0) id = (uint32_t(block) << 24) | (id & 0xFFFFFF);
     if (id != 0 && !conns.count(id)) return id;
   }
 }
@@ -48,7 +53,7 @@ uint64_t Impl::form_tid(const DevicePort& p, uint32_t local_comm_id) const {
 Conn& Impl::new_conn(DevicePort& p) {
   auto c = std::make_unique<Conn>();
   c->port = &p;
-  c->local_comm_id = new_comm_id();
+  c->local_comm_id = new_comm_id(p);
   c->max_cm_retries = cfg.max_cm_retries;
   const uint32_t comm = c->local_comm_id;
   c->timer = p.dev->transport().make_timer([this, comm] {

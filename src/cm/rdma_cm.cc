@@ -9,6 +9,7 @@
 #include <cerrno>
 
 #include "cm/impl.h"
+#include "wire/cma_hdr.h"
 
 namespace rocelab::cm {
 namespace {
@@ -237,10 +238,12 @@ std::error_code Cm::destroy_id(IdHandle h) {
   Impl& m = *impl_;
   emu::Device* dev = nullptr;
   std::vector<IdHandle> children;
+  bool was_listening = false;
   {
     std::lock_guard lk(m.mu);
     Id* id = m.find_id(h);
     if (!id) return err(ENOENT);
+    was_listening = id->state == IdState::kListen;
     id->state = IdState::kDestroying;
     if (id->port) dev = id->port->dev;
     // Connection requests of a listener not yet taken by the application go with it.
@@ -276,6 +279,7 @@ std::error_code Cm::destroy_id(IdHandle h) {
     dev->run_locked(body);
   else
     body();
+  if (was_listening) m.publish_listens();
   return {};
 }
 
@@ -501,8 +505,33 @@ std::error_code Cm::resolve_route(IdHandle h, int timeout_ms) {
 
 // ---- passive ----
 
-std::error_code Cm::listen(IdHandle h, int backlog) {
-  Impl& m = *impl_;
+std::vector<std::pair<emu::Device*, std::vector<uint64_t>>> Impl::listens_locked() const {
+  std::vector<std::pair<emu::Device*, std::vector<uint64_t>>> out;
+  for (const auto& p : ports) {
+    std::vector<uint64_t> svc;
+    for (const auto& [h, id] : ids) {
+      if (id.state != IdState::kListen) continue;
+      if (!id.src.is_any() && !(id.src.ip == p->dev->address())) continue;
+      svc.push_back(wire::rdma_cm_service_id(static_cast<uint16_t>(id.ps), id.src.port));
+    }
+    out.emplace_back(p->dev, std::move(svc));
+  }
+  return out;
+}
+
+void Impl::publish_listens() {
+  if (!cfg.on_listens) return;
+  std::vector<std::pair<emu::Device*, std::vector<uint64_t>>> all;
+  {
+    std::lock_guard lk(mu);
+    all = listens_locked();
+  }
+  for (auto& [dev, svc] : all) cfg.on_listens(*dev, std::move(svc));
+}
+
+namespace {
+
+std::error_code listen_unpublished(Impl& m, IdHandle h, int backlog) {
   std::lock_guard lk(m.mu);
   Id* id = m.find_id(h);
   if (!id) return err(ENOENT);
@@ -523,6 +552,14 @@ std::error_code Cm::listen(IdHandle h, int backlog) {
   id->backlog = backlog > 0 ? backlog : 1024;
   id->state = IdState::kListen;
   return {};
+}
+
+}  // namespace
+
+std::error_code Cm::listen(IdHandle h, int backlog) {
+  std::error_code ec = listen_unpublished(*impl_, h, backlog);
+  if (!ec) impl_->publish_listens();
+  return ec;
 }
 
 namespace {

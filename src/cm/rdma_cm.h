@@ -104,6 +104,12 @@ struct CmConfig {
   // that exits, however it exits. Called with the device lock held: it must
   // only copy. Empty: no one keeps them.
   std::function<void(uint32_t local_comm_id, std::span<const std::byte> datagram)> farewell;
+  // Told, for each device, the Service IDs this Cm listens on there (its
+  // listeners bound to the device's address or to the wildcard) whenever
+  // they change: where several processes share an address, REQs are steered
+  // to the one listening (src/host/address_group.h). Called with no lock
+  // held, from the thread that listened or destroyed the listener.
+  std::function<void(emu::Device& dev, std::vector<uint64_t> service_ids)> on_listens;
 };
 
 class Cm {

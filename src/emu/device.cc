@@ -98,6 +98,7 @@ bool owned(const std::vector<std::unique_ptr<T>>& v, const void* p) {
 Device::Engine::Engine(std::unique_ptr<Transport> t, DeviceConfig c)
     : transport(std::move(t)), cfg(std::move(c)) {
   on_recv = [this](const Datagram& d) { receive(d); };
+  next_qpn = first_qpn();
   ack_list.reserve(1024);
   fill_attrs(*this);
 }
@@ -228,7 +229,7 @@ void Device::reset() {
   e.ahs.clear();
   e.xrcds.clear();
   e.pds.clear();
-  e.next_qpn = 0x11;
+  e.next_qpn = e.first_qpn();
   e.next_mr_index = e.next_pd_handle = e.next_srq_num = 1;
   for (const Engine::McastGroup& g : e.mcast) e.transport->leave_group(g.addr);
   e.mcast.clear();
@@ -265,6 +266,7 @@ Device::~Device() = default;
 const std::string& Device::name() const { return engine_->cfg.name; }
 const wire::IpAddr& Device::address() const { return engine_->transport->local_address(); }
 uint64_t Device::node_guid() const { return engine_->dattr.node_guid; }
+int Device::qpn_block() const { return engine_->cfg.qpn_block; }
 const DeviceAttr& Device::query_device() const { return engine_->dattr; }
 int Device::gid_table_len() const { return engine_->pattr.gid_tbl_len; }
 

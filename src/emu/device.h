@@ -36,6 +36,11 @@ struct DeviceConfig {
   // P_Key or Q_Key, wrong source for a connected QP, QP not ready — naming
   // the peer and the likely cause. rocelab run prints them on stderr.
   std::function<void(const std::string&)> warn;
+  // The block of QP numbers this device allocates from: -1, all of them
+  // (0x11 upward, as rxe); b in 0..254, only b << 16 | 0x0011..0xFFFF, whose
+  // top byte names the device among the processes that share its address
+  // (src/host/address_group.h): what their UDP socket group is steered by.
+  int qpn_block = -1;
   PacketTap* tap = nullptr;     // not owned; may be set later with set_tap
   EventSink* events = nullptr;  // not owned; may be set later with set_event_sink
 };
@@ -57,6 +62,7 @@ class Device {
   const std::string& name() const;
   const wire::IpAddr& address() const;  // the transport's local address
   uint64_t node_guid() const;           // host order
+  int qpn_block() const;                // DeviceConfig::qpn_block
   const DeviceAttr& query_device() const;
   // The device's clock in ns (what completion timestamps count): virtual time
   // on the simulated fabric, CLOCK_MONOTONIC on UDP. ibv_query_rt_values_ex.

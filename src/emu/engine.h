@@ -69,6 +69,12 @@ class Device::Engine {
   std::unordered_map<uint32_t, QpImpl*> qp_by_num;
   std::unordered_map<uint32_t, MrImpl*> mr_by_key;
   std::unordered_map<uint32_t, MwImpl*> mw_by_index;  // R_Key >> 8 (MRs and MWs share the index space)
+  // QP numbers: the first one, and the next after q (both within cfg.qpn_block).
+  uint32_t first_qpn() const { return (cfg.qpn_block < 0 ? 0 : uint32_t(cfg.qpn_block) << 16) | 0x11; }
+  uint32_t qpn_after(uint32_t q) const {
+    if (cfg.qpn_block < 0) return (q + 1) & 0xFFFFFF;
+    return (q & 0xFFFF) == 0xFFFF ? first_qpn() : q + 1;
+  }
   uint32_t next_qpn = 0x11, next_mr_index = 1, next_pd_handle = 1, next_srq_num = 1;
 
   // UD multicast groups this device joined and their QPs (mcast.cc).

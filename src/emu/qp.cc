@@ -86,9 +86,12 @@ Result<Qp*> Device::create_qp(Pd* pd, const QpInitAttr& a) {
   q.cap_.max_recv_sge = has_rq ? std::max<uint32_t>(c.max_recv_sge, 1) : 0;
   if (tgt) q.cap_.max_send_wr = q.cap_.max_send_sge = 0;
   q.cap_.max_inline_data = c.max_inline_data;
-  while (e.qp_by_num.count(e.next_qpn) || e.next_qpn < 2) e.next_qpn = (e.next_qpn + 1) & 0xFFFFFF;
+  for (size_t tries = 0; e.qp_by_num.count(e.next_qpn) || e.next_qpn < 2; ++tries) {
+    if (tries > 0xFFFFFF) return std::make_error_code(std::errc::not_enough_memory);
+    e.next_qpn = e.qpn_after(e.next_qpn);
+  }
   q.qpn = e.next_qpn;
-  e.next_qpn = (e.next_qpn + 1) & 0xFFFFFF;
+  e.next_qpn = e.qpn_after(e.next_qpn);
   // The UDP source port, reserved before any packet is built (the ICRC covers it).
   auto sport = e.transport->reserve_source_port(preferred_source_port(q.qpn));
   if (!sport) return sport.error();

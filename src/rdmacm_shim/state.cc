@@ -8,6 +8,8 @@
 
 // Weak: absent when the verbs shim is not loaded (then everything passes through).
 extern "C" void* rocelab_verbs_engine(ibv_context* ctx) noexcept __attribute__((weak));
+extern "C" void rocelab_verbs_set_services(void* engine, const uint64_t* service_ids,
+                                           size_t n) noexcept __attribute__((weak));
 
 namespace rocelab::rdmacm_shim {
 
@@ -62,6 +64,13 @@ State::State() noexcept {
   // process that dies; the reaper does it for us (reaper.h).
   if (reaper_.start())
     cfg.farewell = [this](uint32_t key, std::span<const std::byte> dg) { reaper_.farewell(key, dg); };
+  // Where other processes share a device's address, REQs reach the one
+  // that listens on their service (host::AddressGroup).
+  if (rocelab_verbs_set_services != nullptr) {
+    cfg.on_listens = [](emu::Device& dev, std::vector<uint64_t> ids) {
+      rocelab_verbs_set_services(&dev, ids.data(), ids.size());
+    };
+  }
   cm_ = new cm::Cm(cfg);
   for (Dev& d : devs_) {
     if (std::error_code ec = cm_->add_device(*d.engine)) {

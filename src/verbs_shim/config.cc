@@ -126,6 +126,7 @@ std::optional<ShimConfig> parse_config(EnvLookup lookup, std::string& error) {
   if ((v = lookup("ROCELAB_RETRY_FOREVER")) != nullptr) cfg.retry_forever = std::string_view(v) == "1";
   if ((v = lookup("ROCELAB_COUNTERS")) != nullptr) cfg.counters = std::string_view(v) == "1";
   if ((v = lookup("ROCELAB_WIRE_EXACT")) != nullptr) cfg.wire_exact = std::string_view(v) == "1";
+  if ((v = lookup("ROCELAB_SHARED_ADDRESS")) != nullptr) cfg.shared_address = std::string_view(v) == "1";
   return cfg;
 }
 

@@ -25,6 +25,7 @@ inline constexpr EnvVar kEnvVars[] = {
     {"ROCELAB_EVENTS", "write the engine's event log (protobuf) to this file"},
     {"ROCELAB_SHIM_DEBUG", "1: print the shim's decisions to stderr"},
     {"ROCELAB_WIRE_EXACT", "1: one UDP datagram per RoCEv2 packet (no GSO super-datagrams on lo)"},
+    {"ROCELAB_SHARED_ADDRESS", "1: share the device's address with other rocelab processes (experimental, docs/host.md)"},
 };
 
 inline constexpr size_t kMaxDevices = 8;
@@ -50,6 +51,7 @@ struct ShimConfig {
   bool retry_forever = false;  // retry_cnt 7 as rxe reads it (DeviceConfig::retry_forever)
   bool counters = false;       // print each device's counters on stderr when it closes / at exit
   bool wire_exact = false;     // no UDP GSO: one datagram per packet (UdpTransportConfig::wire_exact)
+  bool shared_address = false; // join the address's group of processes (host::AddressGroup)
 };
 
 // Parses the ROCELAB_* variables as `lookup` returns them (nullptr: unset).

@@ -31,7 +31,7 @@ bool DeviceRuntime::busy_on_this_thread() noexcept { return t_busy > 0; }
 
 std::error_code DeviceRuntime::ensure_transport(const DeviceConfig& dev, const ShimConfig& cfg) {
   if (parked_ || engine_) return {};
-  auto t = make_transport(dev, cfg);
+  auto t = make_transport(dev, cfg, &group_);
   if (!t) return t.error();
   parked_ = std::move(*t);
   address_ = parked_->local_address();
@@ -68,9 +68,17 @@ wire::Result<emu::Device*> DeviceRuntime::acquire(const DeviceConfig& dev,
   dc.warn = [](const std::string& line) { std::fprintf(stderr, "rocelab: %s\n", line.c_str()); };
   dc.tap = taps_->pcap.get();
   dc.events = taps_->events;
+  dc.qpn_block = group_ ? group_->slot() : -1;
   auto d = emu::Device::create(std::move(parked_), std::move(dc));
   if (!d) return d.error();
   engine_ = std::move(*d);
+  if (group_) {
+    std::string why;
+    if (std::error_code ec = group_->activate(&why))
+      std::fprintf(stderr, "rocelab shim: %s: sharing %s with other processes: %s\n",
+                   dev.name.c_str(), group_->address().to_string().c_str(),
+                   why.empty() ? ec.message().c_str() : why.c_str());
+  }
   users_ = 1;
   print_counters_ = cfg.counters;
   {
@@ -131,6 +139,7 @@ void DeviceRuntime::at_exit() {
 void DeviceRuntime::release() noexcept {
   std::unique_ptr<emu::Device> dying;
   std::unique_ptr<DeviceTaps> dying_taps;
+  std::unique_ptr<host::AddressGroup> dying_group;
   {
     Busy busy;
     std::lock_guard lock(mu_);
@@ -142,9 +151,24 @@ void DeviceRuntime::release() noexcept {
     }
     dying = std::move(engine_);
     dying_taps = std::move(taps_);
+    dying_group = std::move(group_);
     have_address_ = false;  // a later open may bind another free address
   }
   dying.reset();  // engine first: it writes to the taps until it stops
+  dying_group.reset();  // then the group: the transport's socket is closed
+}
+
+void DeviceRuntime::set_services(const emu::Device* engine,
+                                 std::vector<uint64_t> service_ids) noexcept {
+  std::vector<DeviceRuntime*> open;
+  {
+    std::lock_guard live_lock(live_mu());
+    open = live();
+  }
+  for (DeviceRuntime* r : open) {
+    std::lock_guard lock(r->mu_);
+    if (r->engine_.get() == engine && r->group_) r->group_->set_services(std::move(service_ids));
+  }
 }
 
 wire::Result<wire::IpAddr> DeviceRuntime::address(const DeviceConfig& dev,

@@ -12,6 +12,7 @@
 
 #include "emu/device.h"
 #include "emu/transport/transport.h"
+#include "host/address_group.h"
 #include "verbs_shim/config.h"
 #include "verbs_shim/transport_factory.h"
 #include "wire/error.h"
@@ -38,6 +39,10 @@ class DeviceRuntime {
   // interposed by the shim too, and must not ask a device for its address.
   static bool busy_on_this_thread() noexcept;
 
+  // The CM Service IDs a process listens on at engine's address, for the
+  // processes that share it (rdma_cm shim, through sibling.h).
+  static void set_services(const emu::Device* engine, std::vector<uint64_t> service_ids) noexcept;
+
  private:
   std::error_code ensure_transport(const DeviceConfig& dev, const ShimConfig& cfg);
   // rocelab run --counters: each device's counters on stderr when it closes,
@@ -52,6 +57,7 @@ class DeviceRuntime {
 
   std::mutex mu_;
   int users_ = 0;
+  std::unique_ptr<host::AddressGroup> group_;  // outlives the transport (destroyed after it)
   std::unique_ptr<emu::Transport> parked_;  // bound, not yet handed to an engine
   std::unique_ptr<emu::Device> engine_;
   wire::IpAddr address_{};

@@ -233,3 +233,11 @@ extern "C" void* rocelab_verbs_engine(ibv_context* ctx) noexcept {
   if (!is_emu(ctx)) return nullptr;
   return rocelab::verbs_shim::shim(ctx)->engine;
 }
+
+extern "C" void rocelab_verbs_set_services(void* engine, const uint64_t* service_ids,
+                                           size_t n) noexcept {
+  if (engine == nullptr) return;
+  std::vector<uint64_t> ids(service_ids, service_ids + n);
+  rocelab::verbs_shim::DeviceRuntime::set_services(static_cast<const rocelab::emu::Device*>(engine),
+                                                   std::move(ids));
+}

@@ -12,6 +12,7 @@
 #include "emu/transport/fault_injector.h"
 #include "emu/transport/udp_transport.h"
 #include "verbs_shim/events_plugin.h"
+#include "wire/host_probe.h"
 
 namespace rocelab::verbs_shim {
 namespace {
@@ -47,30 +48,62 @@ wire::Result<EventsPlugin> events_plugin() {
 // An address inside the shim, for dladdr.
 void rocelab_events_plugin_anchor() {}
 
-wire::Result<std::unique_ptr<emu::Transport>> make_transport(const DeviceConfig& dev,
-                                                             const ShimConfig& cfg) {
+wire::Result<std::unique_ptr<emu::Transport>> make_transport(
+    const DeviceConfig& dev, const ShimConfig& cfg, std::unique_ptr<host::AddressGroup>* group) {
   std::unique_ptr<emu::Transport> t;
   emu::UdpTransportConfig ucfg = cfg.wire_exact ? emu::UdpTransportConfig::wire_exact()
                                                 : emu::UdpTransportConfig{};
-  if (dev.ip) {
-    ucfg.scope_id = dev.scope_id;  // a link-local address's interface
-    auto udp = emu::UdpTransport::open(*dev.ip, ucfg);
-    if (!udp) {
-      std::fprintf(stderr, "rocelab shim: %s: cannot bind %s%s%s:4791: %s\n", dev.name.c_str(),
-                   dev.ip->to_string().c_str(), dev.scope.empty() ? "" : "%", dev.scope.c_str(),
-                   udp.error().message().c_str());
-      return udp.error();
-    }
-    t = std::move(*udp);
-  } else {
-    auto rx = emu::allocate_loopback_address();
+  std::string why;
+  if (!cfg.shared_address) {
+    // Each process on an address of its own (the default): a plain bind.
+    auto rx = dev.ip ? emu::bind_rx_socket(*dev.ip, dev.scope_id) : emu::allocate_loopback_address();
     if (!rx) {
-      std::fprintf(stderr, "rocelab shim: %s: no free 127.0.0.x address: %s\n", dev.name.c_str(),
+      std::fprintf(stderr, "rocelab shim: %s: cannot bind %s:4791: %s\n", dev.name.c_str(),
+                   dev.ip ? dev.ip->to_string().c_str() : "a free 127.0.0.x",
                    rx.error().message().c_str());
       return rx.error();
     }
+    ucfg.scope_id = dev.scope_id;
     auto udp = emu::UdpTransport::open(std::move(*rx), ucfg);
     if (!udp) return udp.error();
+    t = std::move(*udp);
+  } else if (dev.ip) {
+    ucfg.scope_id = dev.scope_id;  // a link-local address's interface
+    host::JoinOptions opt;
+    opt.scope_id = dev.scope_id;
+    auto g = host::AddressGroup::join(*dev.ip, opt, &why);
+    if (!g) {
+      std::fprintf(stderr, "rocelab shim: %s: cannot use %s%s%s:4791: %s\n", dev.name.c_str(),
+                   dev.ip->to_string().c_str(), dev.scope.empty() ? "" : "%", dev.scope.c_str(),
+                   why.empty() ? g.error().message().c_str() : why.c_str());
+      return g.error();
+    }
+    *group = std::move(*g);
+  } else {
+    // A host of its own: the first 127.0.0.x with no rocelab process (nor
+    // any other socket) on port 4791.
+    host::JoinOptions opt;
+    opt.alone = true;
+    for (unsigned x = 1; x <= 254 && !*group; ++x) {
+      auto g = host::AddressGroup::join(wire::IpAddr::v4(127, 0, 0, static_cast<uint8_t>(x)), opt, &why);
+      if (g) {
+        *group = std::move(*g);
+      } else if (g.error() != std::errc::address_in_use) {
+        std::fprintf(stderr, "rocelab shim: %s: %s\n", dev.name.c_str(),
+                     why.empty() ? g.error().message().c_str() : why.c_str());
+        return g.error();
+      }
+    }
+    if (!*group) {
+      std::fprintf(stderr, "rocelab shim: %s: no free 127.0.0.x address\n", dev.name.c_str());
+      return std::make_error_code(std::errc::address_in_use);
+    }
+  }
+  if (host::AddressGroup* g = group->get()) {
+    auto udp = emu::UdpTransport::open(emu::RxSocket(g->take_socket(), g->address()), ucfg);
+    if (!udp) return udp.error();
+    (*udp)->set_control_handler(wire::kHostProbeMagic,
+                                [g](const emu::Datagram& d) { g->on_probe(d.payload); });
     t = std::move(*udp);
   }
   std::string error;

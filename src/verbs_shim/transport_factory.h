@@ -8,13 +8,18 @@
 #include "emu/records.h"
 #include "emu/records/pcap_tap.h"
 #include "emu/transport/transport.h"
+#include "host/address_group.h"
 #include "verbs_shim/config.h"
 #include "wire/error.h"
 
 namespace rocelab::verbs_shim {
 
-wire::Result<std::unique_ptr<emu::Transport>> make_transport(const DeviceConfig& dev,
-                                                             const ShimConfig& cfg);
+// The transport on the device's address, a member of the address's group of
+// processes (host::AddressGroup, returned in *group, which must outlive the
+// transport): the configured address, shared with every other rocelab
+// process that uses it, or the first 127.0.0.x no live process uses.
+wire::Result<std::unique_ptr<emu::Transport>> make_transport(
+    const DeviceConfig& dev, const ShimConfig& cfg, std::unique_ptr<host::AddressGroup>* group);
 
 // Closes an event log through the module that opened it (events_plugin.h).
 struct EventLogCloser {

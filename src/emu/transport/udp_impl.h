@@ -85,6 +85,8 @@ struct UdpTransport::Impl {
   std::atomic<bool> rx_backlog{false};  // poll() left received datagrams undelivered
   TransportStats stats;
   UdpStats ustats;
+  uint32_t control_magic = 0;  // set_control_handler
+  std::function<void(const Datagram&)> on_control;
 
   // Multicast groups joined (join_group): a socket bound to <group>:4791 each,
   // member of the group on the local address's interface.

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "wire/byte_order.h"
 #include "wire/packet.h"
 
 namespace rocelab::emu {
@@ -116,6 +117,10 @@ size_t UdpTransport::poll(const RecvHandler& handler, size_t max) {
     Datagram d{m.cur_ip, std::span<const std::byte>(m.cur_base + m.cur_off, len)};
     m.cur_off += len;
     if (m.cur_off >= m.cur_len) m.cur_pending = false;
+    if (m.on_control && len >= 4 && wire::load_be32(d.payload.data()) == m.control_magic) {
+      m.on_control(d);
+      continue;
+    }
     ++m.stats.rx_datagrams;
     m.stats.rx_bytes += len;
     ++n;

@@ -29,6 +29,14 @@ bool same_endpoint(const wire::IpUdpInfo& a, const wire::IpUdpInfo& b) {
          a.ttl == b.ttl;
 }
 
+// The BTH destination QP of two datagrams is the same. Processes that share
+// an address are told apart by it (src/host/reuseport_program.h): a GSO
+// super-datagram reaches one of them, so a run never spans two QPs.
+bool same_dest_qp(const Datagram& a, const Datagram& b) {
+  if (a.payload.size() < 8 || b.payload.size() < 8) return false;
+  return std::memcmp(a.payload.data() + 5, b.payload.data() + 5, 3) == 0;
+}
+
 // Whether datagram e shares its bytes with one of run (a fault injector's
 // duplicate): such a pair cannot be two segments whose ICRCs differ.
 bool shares_bytes(std::span<const Datagram> run, const Datagram& e) {
@@ -84,7 +92,8 @@ size_t UdpTransport::Impl::send_run(int fd, std::span<const Datagram> run) {
         const size_t seg = d.payload.size();
         while (j + segs < run.size() && segs < kMaxGsoSegments) {
           const Datagram& e = run[j + segs];
-          if (!same_endpoint(d.ip, e.ip) || e.payload.size() > seg || e.payload.empty() ||
+          if (!same_endpoint(d.ip, e.ip) || !same_dest_qp(d, e) || e.payload.size() > seg ||
+              e.payload.empty() ||
               bytes + e.payload.size() > kMaxGsoBytes ||
               e.payload.size() < wire::kBthLen + wire::kIcrcLen ||
               shares_bytes(run.subspan(j, segs), e))

@@ -77,6 +77,12 @@ Nanos UdpTransport::now() const {
 TransportStats UdpTransport::stats() const { return impl_->stats; }
 UdpStats UdpTransport::udp_stats() const { return impl_->ustats; }
 
+void UdpTransport::set_control_handler(uint32_t magic,
+                                       std::function<void(const Datagram&)> on_control) {
+  impl_->control_magic = magic;
+  impl_->on_control = std::move(on_control);
+}
+
 std::unique_ptr<Timer> UdpTransport::make_timer(std::function<void()> on_expiry) {
   return impl_->timers.make_timer(std::move(on_expiry));
 }

@@ -28,6 +28,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "emu/transport/transport.h"
@@ -135,6 +136,13 @@ class UdpTransport final : public Transport {
   std::error_code join_group(const wire::IpAddr& group) override;
   void leave_group(const wire::IpAddr& group) override;
   UdpStats udp_stats() const;
+
+  // Datagrams to 4791 whose UDP payload starts with the 4 bytes of `magic`
+  // (big-endian; no RoCEv2 packet does, see wire/host_probe.h) are given to
+  // `on_control` inside poll(), on the polling thread, instead of to poll()'s
+  // handler: how the processes sharing an address talk to each one's socket
+  // (src/host). Set it before anything polls.
+  void set_control_handler(uint32_t magic, std::function<void(const Datagram&)> on_control);
 
   struct Impl;
 
