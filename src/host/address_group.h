@@ -81,8 +81,4 @@ class AddressGroup {
   std::unique_ptr<Impl> impl_;
 };
 
-// Who holds UDP port 4791 on addr, read from /proc/net/udp{,6} and the
-// processes' fds: "pid 123 (nc)", or a sentence saying it could not be found.
-std::string describe_port_holder(const wire::IpAddr& addr, uint16_t port);
-
 }  // namespace rocelab::host
