@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <new>
+#include <vector>
 
 #include "verbs_shim/device_table.h"
 #include "verbs_shim/emulated.h"
@@ -237,7 +239,12 @@ extern "C" void* rocelab_verbs_engine(ibv_context* ctx) noexcept {
 extern "C" void rocelab_verbs_set_services(void* engine, const uint64_t* service_ids,
                                            size_t n) noexcept {
   if (engine == nullptr) return;
-  std::vector<uint64_t> ids(service_ids, service_ids + n);
-  rocelab::verbs_shim::DeviceRuntime::set_services(static_cast<const rocelab::emu::Device*>(engine),
-                                                   std::move(ids));
+  if (service_ids == nullptr) n = 0;
+  try {
+    std::vector<uint64_t> ids(service_ids, service_ids + n);
+    rocelab::verbs_shim::DeviceRuntime::set_services(
+        static_cast<const rocelab::emu::Device*>(engine), std::move(ids));
+  } catch (const std::bad_alloc&) {
+    // The group keeps the list it had: REQs for the new services reach the owner.
+  }
 }

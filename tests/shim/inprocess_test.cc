@@ -777,6 +777,14 @@ TEST_F(NeverACrash, TheOtherExportsWithEdgeArguments) {
   // emulated context, nothing for anything else.
   EXPECT_EQ(rocelab_verbs_engine(ctx_), rocelab::verbs_shim::shim(ctx_)->engine);
   EXPECT_EQ(rocelab_verbs_engine(nullptr), nullptr);
+  // Service IDs for REQ steering: no engine, no list, a list on a device that
+  // shares no address (ROCELAB_SHARED_ADDRESS unset) are all quietly ignored.
+  const uint64_t services[2] = {0x0106000000004e20ull, 0};
+  rocelab_verbs_set_services(nullptr, services, 2);
+  rocelab_verbs_set_services(rocelab_verbs_engine(ctx_), nullptr, 5);
+  rocelab_verbs_set_services(rocelab_verbs_engine(ctx_), services, 2);
+  rocelab_verbs_set_services(rocelab_verbs_engine(ctx_), services, 0);
+  EXPECT_EQ(rocelab_verbs_engine(ctx_), rocelab::verbs_shim::shim(ctx_)->engine);
   EXPECT_GE(ibv_query_qp_data_in_order(qp_, static_cast<ibv_wr_opcode>(0x7f), ~0u), 0);
   ibv_ah_attr ah{};
   uint8_t mac[6];
