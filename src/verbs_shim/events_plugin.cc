@@ -5,6 +5,7 @@
 #include <new>
 
 #include "emu/records/event_log.h"
+#include "wire/write_barrier.h"
 
 extern "C" void* rocelab_events_open(const char* path, const char* device,
                                      rocelab::emu::EventSink** sink, int* err) {
@@ -22,4 +23,8 @@ extern "C" void rocelab_events_close(void* log) {
   auto* l = static_cast<rocelab::emu::EventLog*>(log);
   (void)l->flush();
   delete l;
+}
+
+extern "C" bool rocelab_events_quiesce(int max_wait_ms, int sig) {
+  return rocelab::wire::quiesce_writes(max_wait_ms, sig);
 }

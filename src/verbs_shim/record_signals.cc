@@ -12,6 +12,8 @@ namespace {
 
 constexpr int kSignals[] = {SIGTERM, SIGINT, SIGHUP};
 struct sigaction g_previous[NSIG];
+std::atomic<QuiesceFn> g_also{nullptr};
+static_assert(std::atomic<QuiesceFn>::is_always_lock_free);
 
 void on_signal(int sig, siginfo_t* info, void* ucontext) {
   const struct sigaction& prev = g_previous[sig];
@@ -28,7 +30,10 @@ void on_signal(int sig, siginfo_t* info, void* ucontext) {
   // first, then die of the same signal (exit status as without the shim).
   // When the signal landed inside a write of this very thread, that write
   // has to resume first: it raises the signal again when it is done.
+  // Either barrier may find this thread inside one of its writes: then that
+  // write raises the signal again when it ends, and the handler runs anew.
   if (!wire::quiesce_writes(1000, sig)) return;
+  if (QuiesceFn also = g_also.load(std::memory_order_acquire); also != nullptr && !also(1000, sig)) return;
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
@@ -41,6 +46,8 @@ void on_signal(int sig, siginfo_t* info, void* ucontext) {
 }
 
 }  // namespace
+
+void also_quiesce_on_signal(QuiesceFn fn) noexcept { g_also.store(fn, std::memory_order_release); }
 
 void guard_records_against_signals() noexcept {
   static std::once_flag once;

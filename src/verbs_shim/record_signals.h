@@ -13,4 +13,10 @@ namespace rocelab::verbs_shim {
 // preceded by wire::quiesce_writes and then carried out as before.
 void guard_records_against_signals() noexcept;
 
+// A write barrier of another module (a copy of wire/write_barrier linked into
+// it, as the event-log module has): the handler quiesces it too, after the
+// shim's own. At most one; later calls replace it.
+using QuiesceFn = bool (*)(int max_wait_ms, int sig);
+void also_quiesce_on_signal(QuiesceFn fn) noexcept;
+
 }  // namespace rocelab::verbs_shim

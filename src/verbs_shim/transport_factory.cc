@@ -12,6 +12,7 @@
 #include "emu/transport/fault_injector.h"
 #include "emu/transport/udp_transport.h"
 #include "verbs_shim/events_plugin.h"
+#include "verbs_shim/record_signals.h"
 #include "wire/host_probe.h"
 
 namespace rocelab::verbs_shim {
@@ -20,6 +21,7 @@ namespace {
 struct EventsPlugin {
   decltype(&rocelab_events_open) open;
   decltype(&rocelab_events_close) close;
+  decltype(&rocelab_events_quiesce) quiesce;
 };
 
 // librocelab_verbs_events.so from the shim's own directory, loaded once.
@@ -38,8 +40,11 @@ wire::Result<EventsPlugin> events_plugin() {
     }
     plugin.open = reinterpret_cast<decltype(&rocelab_events_open)>(dlsym(h, "rocelab_events_open"));
     plugin.close = reinterpret_cast<decltype(&rocelab_events_close)>(dlsym(h, "rocelab_events_close"));
+    plugin.quiesce = reinterpret_cast<decltype(&rocelab_events_quiesce)>(dlsym(h, "rocelab_events_quiesce"));
+    // The log's writes have a barrier of their own, in the module.
+    if (plugin.quiesce) also_quiesce_on_signal(plugin.quiesce);
   });
-  if (!plugin.open || !plugin.close) return std::error_code(ENOENT, std::generic_category());
+  if (!plugin.open || !plugin.close || !plugin.quiesce) return std::error_code(ENOENT, std::generic_category());
   return plugin;
 }
 

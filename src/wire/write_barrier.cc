@@ -20,9 +20,14 @@ static_assert(std::atomic<int>::is_always_lock_free && std::atomic<bool>::is_alw
 
 }  // namespace
 
+// write_begin (count, then look at the flag) against quiesce_writes (flag,
+// then look at the count): each side stores one variable and then loads the
+// other, so the accesses are sequentially consistent; with acquire/release
+// both could miss the other's store and a write would start under a dying
+// process.
 bool write_begin() noexcept {
-  g_in_progress.fetch_add(1, std::memory_order_acq_rel);
-  if (g_quiesced.load(std::memory_order_acquire)) {
+  g_in_progress.fetch_add(1, std::memory_order_seq_cst);
+  if (g_quiesced.load(std::memory_order_seq_cst)) {
     g_in_progress.fetch_sub(1, std::memory_order_acq_rel);
     return false;
   }
@@ -41,13 +46,13 @@ void write_end() noexcept {
 }
 
 bool quiesce_writes(int max_wait_ms, int sig) noexcept {
-  g_quiesced.store(true, std::memory_order_release);
+  g_quiesced.store(true, std::memory_order_seq_cst);
   if (t_writing > 0) {
     t_deferred_signal = sig;
     return false;
   }
   const timespec tick{0, 1'000'000};  // 1 ms; nanosleep is async-signal-safe
-  for (int i = 0; i < max_wait_ms && g_in_progress.load(std::memory_order_acquire) > 0; ++i)
+  for (int i = 0; i < max_wait_ms && g_in_progress.load(std::memory_order_seq_cst) > 0; ++i)
     nanosleep(&tick, nullptr);
   return true;
 }
