@@ -13,6 +13,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
@@ -36,9 +37,13 @@ namespace {
 
 constexpr uint32_t kTableMagic = 0x524C4754;  // "RLGT"
 constexpr size_t kMaxServicesPerSlot = 16;
-constexpr auto kProbeWait = std::chrono::milliseconds(300);
+constexpr auto kProbeWait = std::chrono::milliseconds(300);   // for every member's answer
+constexpr int kProbeRounds = 3;                                 // then probe again
+constexpr auto kProbeSettle = std::chrono::milliseconds(2);    // after the last answer
 
-enum SlotState : uint32_t { kFree = 0, kJoining = 1, kActive = 2 };
+// kLeaving: the member stops receiving (begin_leave): no longer steered to
+// nor waited for by probes, still watched until its slot is freed.
+enum SlotState : uint32_t { kFree = 0, kJoining = 1, kActive = 2, kLeaving = 3 };
 
 // The table as every member maps it. Fields written by one process and read
 // by another are atomics (lock-free for these sizes, so valid across
@@ -73,8 +78,10 @@ uint64_t realtime_ns() {
                                    .count());
 }
 
-// Field 22 of /proc/<pid>/stat (after the parenthesised command); 0 when the
-// process does not exist.
+// Field 22 of /proc/<pid>/stat (after the parenthesised command): when the
+// process started. 0 when it does not exist or has ended: a zombie (state Z,
+// dead but not yet waited for by its parent) or a dying one (X) is dead here,
+// or a crashed member would hold its slot until its parent reaps it.
 uint64_t starttime_of(pid_t pid) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
   std::string s;
@@ -84,6 +91,7 @@ uint64_t starttime_of(pid_t pid) {
   std::istringstream rest(s.substr(close + 2));
   std::string field;
   for (int i = 3; i <= 22 && (rest >> field); ++i) {
+    if (i == 3 && (field == "Z" || field == "X")) return 0;
     if (i == 22) return std::strtoull(field.c_str(), nullptr, 10);
   }
   return 0;
@@ -91,7 +99,7 @@ uint64_t starttime_of(pid_t pid) {
 
 bool alive(const Slot& s) {
   const auto pid = static_cast<pid_t>(s.pid.load());
-  return pid > 0 && starttime_of(pid) == s.starttime && s.starttime != 0;
+  return pid > 0 && s.starttime != 0 && starttime_of(pid) == s.starttime;
 }
 
 int pidfd_open(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
@@ -135,6 +143,10 @@ struct AddressGroup::Impl {
   int stop_fd = -1;
   std::thread watcher;
   bool active = false;
+  // Set first thing when the member leaves: a re-steer the watcher has under
+  // way gives up (this member no longer answers probes; the others steer
+  // again when it is gone).
+  std::atomic<bool> leaving{false};
   std::mutex mu;  // set_services against the watcher, in this process
 
   ~Impl();
@@ -145,6 +157,13 @@ struct AddressGroup::Impl {
   void steer(bool probe);          // under the lock
   void notify_others();
   void watch();
+  void begin_leave() {
+    leaving.store(true);
+    if (table != nullptr && slot >= 0) {
+      uint32_t was = kActive;
+      table->slots[slot].state.compare_exchange_strong(was, kLeaving);
+    }
+  }
 };
 
 namespace {
@@ -196,6 +215,7 @@ std::error_code map_table(AddressGroup::Impl& g, std::string* error) {
 }  // namespace
 
 AddressGroup::Impl::~Impl() {
+  begin_leave();
   if (stop_fd >= 0) {
     uint64_t one = 1;
     [[maybe_unused]] auto r = ::write(stop_fd, &one, sizeof one);
@@ -284,13 +304,19 @@ void AddressGroup::Impl::steer(bool probe) {
   if (tx < 0) return;
   sockaddr_storage to;
   const socklen_t tolen = to_sockaddr(addr, wire::kRoceV2Port, opt.scope_id, to);
-  // More probes than sockets: the surplus is steered by hash to some member
-  // that already had its own (lower) index first, so a member's index is the
-  // first index it hears in a generation. Double until every active member
-  // has answered.
-  for (unsigned count = 16; count <= 512; count *= 2) {
+  // One probe per socket of the group: every slot not free holds one (a
+  // leaving member's may be closed already). A probe for an index beyond the
+  // group's size is steered by hash, to a member whose own index is smaller:
+  // each member keeps the smallest index it hears in a generation (on_probe),
+  // and a short settle after the last answer lets a member's own probe
+  // overtake a surplus one that arrived first (the kernel's backlogs are per
+  // CPU, so two probes from one sender can arrive out of order).
+  unsigned sockets = 0;
+  for (const Slot& s : t.slots) sockets += s.state.load() != kFree;
+  const unsigned count = std::clamp(sockets, 1u, 256u);
+  for (int round = 0; round < kProbeRounds; ++round) {
     const uint32_t gen = t.generation.fetch_add(1) + 1;
-    for (unsigned k = 0; k < count && k < 256; ++k) {
+    for (unsigned k = 0; k < count; ++k) {
       std::array<std::byte, wire::kHostProbeLen> pkt;
       wire::put_host_probe({static_cast<uint8_t>(k), t.cookie, gen}, pkt);
       ::sendto(tx, pkt.data(), pkt.size(), 0, reinterpret_cast<sockaddr*>(&to), tolen);
@@ -298,6 +324,10 @@ void AddressGroup::Impl::steer(bool probe) {
     const auto deadline = std::chrono::steady_clock::now() + kProbeWait;
     bool all = false;
     while (!all && std::chrono::steady_clock::now() < deadline) {
+      if (leaving.load()) {
+        ::close(tx);
+        return;  // dirty stays set: the others steer once we are gone
+      }
       all = true;
       for (int i = 0; i < kSlots && all; ++i) {
         const Slot& s = t.slots[i];
@@ -305,7 +335,8 @@ void AddressGroup::Impl::steer(bool probe) {
       }
       if (!all) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    if (all || count >= 256) {
+    if (all || round + 1 == kProbeRounds) {
+      std::this_thread::sleep_for(kProbeSettle);
       attach_steering(sock_dup, build(gen));
       break;
     }
@@ -336,7 +367,8 @@ void AddressGroup::Impl::watch() {
   for (;;) {
     for (int i = 0; i < kSlots; ++i) {
       const Slot& s = table->slots[i];
-      const uint32_t pid = s.state.load() == kActive && i != slot ? s.pid.load() : 0;
+      const uint32_t st = s.state.load();
+      const uint32_t pid = (st == kActive || st == kLeaving) && i != slot ? s.pid.load() : 0;
       auto it = pidfds.find(i);
       if (it != pidfds.end() && it->second.first != pid) {
         if (it->second.second >= 0) ::close(it->second.second);
@@ -478,7 +510,9 @@ void AddressGroup::on_probe(std::span<const std::byte> datagram) {
   if (!p || g.table == nullptr || p->cookie != g.table->cookie) return;
   if (p->generation != g.table->generation.load()) return;
   Slot& s = g.table->slots[g.slot];
-  if (s.probe_gen.load() == p->generation) return;  // the first index heard is ours
+  // The smallest index heard in a generation is ours (surplus probes carry
+  // larger ones). One receiving thread per member: no race on the pair.
+  if (s.probe_gen.load() == p->generation && s.index.load() <= p->index) return;
   s.index.store(p->index);
   s.probe_gen.store(p->generation);
 }
@@ -521,6 +555,8 @@ void AddressGroup::set_services(std::vector<uint64_t> service_ids) {
   g.steer(false);
   g.unlock();
 }
+
+void AddressGroup::begin_leave() { impl_->begin_leave(); }
 
 int AddressGroup::active_members() const {
   int n = 0;

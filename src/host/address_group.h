@@ -71,6 +71,12 @@ class AddressGroup {
   // it); re-steers the group.
   void set_services(std::vector<uint64_t> service_ids);
 
+  // This member is about to stop receiving (its transport is going away,
+  // then the group): from now on no packets are steered to it and the others'
+  // probes do not wait for its answer. The destructor does it too; call it
+  // first when the socket stops being read before the group is destroyed.
+  void begin_leave();
+
   // How many members are active, for tests and `rocelab stat`.
   int active_members() const;
 

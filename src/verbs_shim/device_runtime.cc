@@ -154,6 +154,7 @@ void DeviceRuntime::release() noexcept {
     dying_group = std::move(group_);
     have_address_ = false;  // a later open may bind another free address
   }
+  if (dying_group) dying_group->begin_leave();  // the others stop waiting for our probe answers
   dying.reset();  // engine first: it writes to the taps until it stops
   dying_group.reset();  // then the group: the transport's socket is closed
 }

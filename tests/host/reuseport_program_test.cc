@@ -19,9 +19,12 @@
 #include "wire/cm_mad.h"
 #include "wire/deth.h"
 #include "wire/host_probe.h"
+#include "test_packets.h"
 
 namespace rocelab::host {
 namespace {
+
+using packets::to_qpn;
 
 constexpr uint64_t kService = 0x0106000000004e20ull;  // rdma_cm RDMA_PS_TCP, port 20000
 constexpr uint64_t kOtherService = 0x0106000000004e21ull;
@@ -83,18 +86,6 @@ class ReuseportGroup : public ::testing::Test {
   int tx_ = -1;
   in_port_t port_ = 0;
 };
-
-// A RoCEv2 payload (BTH ... ICRC) of `len` bytes for DestQP qpn.
-std::vector<std::byte> to_qpn(uint32_t qpn, size_t len = 12 + 4 + 4) {
-  std::vector<std::byte> d(len);
-  wire::BthWriter b(d.data());
-  b.set_opcode(0x04);  // RC SEND Only
-  b.set_flags(false, false, 0, 0);
-  b.set_pkey(0xFFFF);
-  b.set_dest_qpn(wire::Qpn(qpn));
-  b.set_ack_req_psn(true, wire::Psn(7));
-  return d;
-}
 
 // A CM MAD to the GSI as the CM sends it: BTH (UD SEND Only, DestQP 1), DETH, MAD, ICRC.
 std::vector<std::byte> cm_packet(wire::CmMessage msg) {
