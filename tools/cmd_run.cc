@@ -34,6 +34,7 @@ struct RunOptions {
   bool retry_forever = false;
   bool counters = false;
   bool wire_exact = false;
+  bool share_address = false;
   std::vector<std::string> command;
 };
 
@@ -63,6 +64,7 @@ int run(RunOptions& o) {
   if (o.retry_forever) set("ROCELAB_RETRY_FOREVER", "1");
   if (o.counters) set("ROCELAB_COUNTERS", "1");
   if (o.wire_exact) set("ROCELAB_WIRE_EXACT", "1");
+  if (o.share_address) set("ROCELAB_SHARED_ADDRESS", "1");
 
   // Fault flags given on this command line replace any ROCELAB_* fault
   // variables already in the environment; without flags those pass through.
@@ -138,6 +140,10 @@ void register_run(CLI::App& app) {
   cmd->add_flag("--wire-exact", o->wire_exact,
                 "one UDP datagram per RoCEv2 packet: no GSO super-datagrams, so a capture of the interface "
                 "(tcpdump -i lo) shows each packet as a NIC would send it; slower");
+  cmd->add_flag("--share-address", o->share_address,
+                "share the --ip address's UDP port 4791 with the other rocelab processes on it (each "
+                "datagram is steered to the process that owns its destination QP; docs/host.md); "
+                "experimental");
   add_fault_options(*cmd, o->faults);
   cmd->add_option("command", o->command, "the program and its arguments")->required();
   cmd->prefix_command();
