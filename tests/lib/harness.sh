@@ -30,6 +30,9 @@
 #                           shows, e.g. `rocelab run --explain`'s "rocelab:
 #                           rdma_listen on": rdma_cm ports are the emulated
 #                           device's, which ss cannot see.
+#   wait_pids               waits for every process of the array pids (each
+#                           bounded by its own limit, e.g. `timeout`), their
+#                           exit statuses in the array rcs, in order; empties pids
 #   json_of FILE EXPR       prints the value of the Python expression EXPR over
 #                           `objs`, the JSON objects of FILE (one per line, as
 #                           rocelab's --json writes them): assertions on what a
@@ -117,6 +120,19 @@ wait_udp_bound() {
 wait_line() {
   local file=$1 re=$2 pid=$3
   _wait_until "$pid" grep -Eq -- "$re" "$file" 2>/dev/null
+}
+
+# Waits for every process of the array pids (each bounded by its own time
+# limit, e.g. `timeout`), their exit statuses in the array rcs, in order; then
+# empties pids.
+wait_pids() {
+  rcs=()
+  local p
+  for p in "${pids[@]}"; do
+    wait "$p"
+    rcs+=($?)
+  done
+  pids=()
 }
 
 json_of() {

@@ -50,12 +50,7 @@ kill -9 "$victim_pid"
 echo "killed rank $victim (pid $victim_pid) after its round $pause"
 check "survivors already finished when the victim died" "$finished_before" 0
 
-rcs=()
-for r in "${!pids[@]}"; do
-  wait "${pids[$r]}"
-  rcs+=($?)
-done
-pids=()
+wait_pids
 
 want_bytes=$((15 * rounds * bytes))
 drops=0

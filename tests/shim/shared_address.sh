@@ -85,12 +85,7 @@ run_all() {
       _wait_until "$pid_bw1_client" at_least 3 "$client_ip" "${cli_prefix[@]}" ||
       { echo "FAIL: not three sockets on each host's 4791 at once"; status=1; }
   fi
-  rcs=()
-  for p in "${pids[@]}"; do
-    wait "$p"
-    rcs+=($?)
-  done
-  pids=()
+  wait_pids
 }
 
 # perftest checks its clock against gettimeofday first and gives up when the

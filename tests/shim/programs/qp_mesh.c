@@ -22,7 +22,8 @@
  * immediate 0xC0000000, which its receiver ignores); a dead peer does not
  * acknowledge it, and the probe's IBV_WC_RETRY_EXC_ERR marks the peer failed.
  * -P ROUND: once this rank has sent ROUND rounds to every peer it says
- * "paused" and stops (to be killed there; its device goes on answering).
+ * "paused" and stops (to be killed there; its device goes on answering; it
+ * gives up with exit 1 after 120 s).
  * -x DEAD: the rank expected to fail; any other peer failing, DEAD not
  * failing, a byte out of place or a deadline of 120 s exits 1.
  *
@@ -387,7 +388,8 @@ int main(int argc, char** argv) {
       for (int j = 0; j < ranks; ++j) all &= peers[j].sent >= (uint32_t)pause_at;
       if (all) {
         printf("qp_mesh: rank %d: paused after round %d\n", me, pause_at);
-        for (;;) pause();
+        sleep((unsigned)DEADLINE_S);
+        DIE("paused and not killed within %.0f s", DEADLINE_S);
       }
     }
     int finished = 1;
