@@ -20,6 +20,7 @@ void register_sim(CLI::App& app);
 void register_ladder(CLI::App& app);
 void register_check(CLI::App& app);
 void register_replay(CLI::App& app);
+void register_stat(CLI::App& app);
 
 // The verbs shim next to this program: <dir of rocelab>/../lib/librocelab_verbs.so.
 std::filesystem::path shim_library_path();

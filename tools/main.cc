@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   rocelab::tools::register_ladder(app);
   rocelab::tools::register_check(app);
   rocelab::tools::register_replay(app);
+  rocelab::tools::register_stat(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

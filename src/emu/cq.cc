@@ -90,6 +90,7 @@ Result<Cq*> Device::create_cq(int cqe, CompChannel* channel, int comp_vector) {
   if (channel && !device_owns_channel(e, channel)) return errc(EINVAL);
   auto cq = std::make_unique<CqImpl>();
   cq->eng = &e;
+  cq->num = e.next_cq_num++;
   cq->ch = static_cast<ChannelImpl*>(channel);
   cq->cap = cqe;
   cq->ring.resize(static_cast<size_t>(cqe));

@@ -230,7 +230,7 @@ void Device::reset() {
   e.xrcds.clear();
   e.pds.clear();
   e.next_qpn = e.first_qpn();
-  e.next_mr_index = e.next_pd_handle = e.next_srq_num = 1;
+  e.next_mr_index = e.next_pd_handle = e.next_srq_num = e.next_cq_num = 1;
   for (const Engine::McastGroup& g : e.mcast) e.transport->leave_group(g.addr);
   e.mcast.clear();
   e.mcast_attached = 0;

@@ -11,6 +11,7 @@
 #include "emu/gsi.h"
 #include "emu/objects.h"
 #include "emu/records.h"
+#include "emu/snapshot.h"
 #include "emu/transport/transport.h"
 #include "emu/verbs_attrs.h"
 #include "wire/error.h"
@@ -189,6 +190,9 @@ class Device {
   void set_tap(PacketTap* tap);
   void set_event_sink(EventSink* sink);
   Counters counters() const;
+  // Every object and counter as it is now (emu/snapshot.h), copied under the
+  // device lock: for `rocelab stat`, never on the data path.
+  DeviceSnapshot snapshot() const;
 
   class Engine;  // the implementation (src/emu/engine.h)
   Engine& engine() { return *engine_; }

@@ -75,7 +75,7 @@ class Device::Engine {
     if (cfg.qpn_block < 0) return (q + 1) & 0xFFFFFF;
     return (q & 0xFFFF) == 0xFFFF ? first_qpn() : q + 1;
   }
-  uint32_t next_qpn = 0x11, next_mr_index = 1, next_pd_handle = 1, next_srq_num = 1;
+  uint32_t next_qpn = 0x11, next_mr_index = 1, next_pd_handle = 1, next_srq_num = 1, next_cq_num = 1;
 
   // UD multicast groups this device joined and their QPs (mcast.cc).
   struct McastGroup {

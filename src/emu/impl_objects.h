@@ -72,6 +72,7 @@ struct CqImpl final : Cq {
   enum class Arm : uint8_t { kNone, kNext, kSolicited };
   Engine* eng = nullptr;
   ChannelImpl* ch = nullptr;
+  uint32_t num = 0;  // the CQ's number on its device (rocelab stat)
   int cap = 0;
   std::vector<Wc> ring;  // cap entries, allocated at creation
   size_t head = 0, count = 0;

@@ -9,6 +9,7 @@
 
 #include "emu/transport/link_mtu.h"
 #include "verbs_shim/record_signals.h"
+#include "verbs_shim/stat_entry.h"
 #include "verbs_shim/transport_factory.h"
 
 namespace rocelab::verbs_shim {
@@ -87,6 +88,7 @@ wire::Result<emu::Device*> DeviceRuntime::acquire(const DeviceConfig& dev,
   }
   static std::once_flag once;
   std::call_once(once, [] { std::atexit(at_exit); });
+  ensure_stat_entry();
   return engine_.get();
 }
 
@@ -170,6 +172,24 @@ void DeviceRuntime::set_services(const emu::Device* engine,
     std::lock_guard lock(r->mu_);
     if (r->engine_.get() == engine && r->group_) r->group_->set_services(std::move(service_ids));
   }
+}
+
+std::vector<emu::DeviceSnapshot> DeviceRuntime::snapshots() noexcept {
+  std::vector<DeviceRuntime*> open;
+  {
+    std::lock_guard live_lock(live_mu());
+    open = live();
+  }
+  std::vector<emu::DeviceSnapshot> out;
+  try {
+    for (DeviceRuntime* r : open) {
+      std::lock_guard lock(r->mu_);
+      if (r->engine_) out.push_back(r->engine_->snapshot());
+    }
+  } catch (const std::bad_alloc&) {
+    // What was copied so far: the reader sees fewer devices, never a crash.
+  }
+  return out;
 }
 
 wire::Result<wire::IpAddr> DeviceRuntime::address(const DeviceConfig& dev,

@@ -43,6 +43,9 @@ class DeviceRuntime {
   // processes that share it (rdma_cm shim, through sibling.h).
   static void set_services(const emu::Device* engine, std::vector<uint64_t> service_ids) noexcept;
 
+  // Every device open now, as `rocelab stat` shows it (stat_entry.h).
+  static std::vector<emu::DeviceSnapshot> snapshots() noexcept;
+
  private:
   std::error_code ensure_transport(const DeviceConfig& dev, const ShimConfig& cfg);
   // rocelab run --counters: each device's counters on stderr when it closes,
