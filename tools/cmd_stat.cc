@@ -159,6 +159,7 @@ void register_stat(CLI::App& app) {
       ->check(CLI::Range(1, 60000));
   CLI::App* qp = cmd->add_subcommand("qp", "One QP in full: rocelab stat qp N (decimal or 0x hex)");
   qp->add_option("qpn", o->qpn, "The QP number")->required();
+  qp->fallthrough();  // `stat qp N --json`: the options of stat after the number
   cmd->callback([o] { exit_code() = run_stat(*o); });
 }
 

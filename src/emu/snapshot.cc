@@ -66,7 +66,8 @@ DeviceSnapshot Device::snapshot() const {
     cs.has_channel = c->ch != nullptr;
     cs.armed = c->arm != CqImpl::Arm::kNone;
     cs.overflowed = c->overflowed;
-    cs.qps = static_cast<uint32_t>(c->users);
+    // QPs, not uses: a QP whose send and receive CQ are this one counts once.
+    for (const auto& q : e.qps) cs.qps += (q->scq == c.get() || q->rcq == c.get()) ? 1 : 0;
     s.cqs.push_back(cs);
   }
   for (const auto& m : e.mrs) {
