@@ -12,7 +12,9 @@
 # peers complete, the victim alone failed, and all the bytes it was due
 # checked); the survivors' retries to the dead process's QPNs arrive on its
 # host's address and are counted there as drops (drop_unknown_qp, the
-# survivors' --counters at exit). 77 where namespaces cannot be made.
+# survivors' --counters at exit); `rocelab stat` on the victim's host lists
+# all eight processes with their 16 QPs each before the kill, and within a
+# second after it the seven others alone. 77 where namespaces cannot be made.
 set -u
 rocelab=$1 mesh=$2
 . "$(dirname "$0")/../lib/harness.sh"
@@ -45,9 +47,36 @@ done
 wait_line "$work/rank$victim.out" "paused after round $pause" "${pids[$victim]}" ||
   fail "rank $victim never paused: $(tail -n 5 "$work/rank$victim.out")"
 victim_pid=$(cut -d' ' -f1 "$work/$victim.info")
+# rocelab stat on the victim's host: the pids it lists, and their QPs.
+stat_a() { "${srv_prefix[@]}" "$rocelab" stat --json >"$work/stat.json" 2>"$work/stat.err"; }
+listed() { json_of "$work/stat.json" "$1"; }
+pids_expr='sorted(p["pid"] for p in objs[0]["processes"])'
+stat_a
+check "rocelab stat on host A: processes" "$(listed 'len(objs[0]["processes"])')" "$per_host"
+check "rocelab stat on host A: the victim among them" "$(listed "$victim_pid in $pids_expr")" True
+check "rocelab stat on host A: RC QPs in RTS" \
+  "$(listed 'sum(q["type"] == "RC" and q["state"] == "RTS" for p in objs[0]["processes"] for d in p["devices"] for q in d["qps"])')" \
+  $((per_host * ranks))
+check "rocelab stat on host A: distinct QPN blocks" \
+  "$(listed 'len({d["qpn_block"] for p in objs[0]["processes"] for d in p["devices"]})')" "$per_host"
 finished_before=$(grep -l ': done:' "$work"/rank*.out 2>/dev/null | wc -l)
 kill -9 "$victim_pid"
+killed_at=$(date +%s%N)
 echo "killed rank $victim (pid $victim_pid) after its round $pause"
+# Within a second, rocelab stat lists the seven others and not the victim.
+gone_ms=
+for _ in $(seq 1 20); do
+  stat_a
+  if [ "$(listed "$victim_pid in $pids_expr")" = False ]; then
+    gone_ms=$((($(date +%s%N) - killed_at) / 1000000))
+    break
+  fi
+  sleep 0.05
+done
+echo "rocelab stat dropped the victim after ${gone_ms:-(never)} ms"
+check "rocelab stat dropped the victim within 1 s" "$([ -n "$gone_ms" ] && [ "$gone_ms" -le 1000 ] && echo yes)" yes
+check "rocelab stat on host A after the kill: processes" "$(listed 'len(objs[0]["processes"])')" $((per_host - 1))
+check "rocelab stat on host A: problems" "$(listed 'objs[0]["problems"]')" "[]"
 check "survivors already finished when the victim died" "$finished_before" 0
 
 wait_pids
