@@ -151,10 +151,11 @@ void register_stat(CLI::App& app) {
       "stat", "Every emulated device of the programs running under `rocelab run` on this host: QPs, CQs, "
               "MRs, SRQs, multicast groups, counters");
   cmd->add_flag("--json", o->json, "stat.proto's Host in Protobuf's JSON mapping (with --watch: one per line)");
-  cmd->add_flag("--watch", o->watch, "Refresh until interrupted (or --count times)");
+  CLI::Option* watch = cmd->add_flag("--watch", o->watch, "Refresh until interrupted (or --count times)");
   cmd->add_option("--interval", o->interval, "Seconds between refreshes with --watch")
-      ->check(CLI::Range(0.05, 3600.0));
-  cmd->add_option("--count", o->count, "With --watch: this many refreshes, then exit");
+      ->check(CLI::Range(0.05, 3600.0))
+      ->needs(watch);
+  cmd->add_option("--count", o->count, "With --watch: this many refreshes, then exit")->needs(watch);
   cmd->add_option("--timeout-ms", o->timeout_ms, "How long to wait for each process's answer")
       ->check(CLI::Range(1, 60000));
   CLI::App* qp = cmd->add_subcommand("qp", "One QP in full: rocelab stat qp N (decimal or 0x hex)");
