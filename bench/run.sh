@@ -14,10 +14,11 @@
 # one-QP figure (the scale target: a ratio >= 0.8).
 #
 # shared_bw and shared_lat measure what sharing an address costs
-# (docs/host.md): two ib_write_bw pairs at once with the servers sharing one
-# address and the clients another, against the four on four addresses (goal:
-# a ratio >= 0.95), and an ib_send_lat pair whose two addresses each have a
-# second, idle rocelab process, shared against not (goal: <= 1.05).
+# (docs/host.md): an ib_write_bw and an ib_send_lat pair whose two addresses
+# each have a second, idle rocelab process, shared against not (goals: a
+# ratio >= 0.95 and <= 1.05); shared_pairs_bw runs two ib_write_bw pairs at
+# once, the servers sharing one address and the clients another, against the
+# four on four addresses (four processes spinning on the machine's cores).
 #
 # kvstore runs examples/kvstore's load generator (90 % GETs of 64-byte values
 # over 1,000 keys, 20,000 timed operations, one in flight) over rocelab verbs
@@ -33,7 +34,7 @@
 #
 # Usage: bench/run.sh [--build DIR] [--runs N] [--no-micro] [PAIR...]
 #   PAIR: write_bw read_bw send_bw write_rate send_lat write_lat read_lat
-#   veth_write_bw qps_1000 shared_bw shared_lat kvstore mpi_lat mpi_bw (default: all). `bench/run.sh write_bw` runs
+#   veth_write_bw qps_1000 shared_bw shared_lat shared_pairs_bw kvstore mpi_lat mpi_bw (default: all). `bench/run.sh write_bw` runs
 #   one measurement pair.
 set -u
 cd "$(dirname "$0")/.."
@@ -47,7 +48,7 @@ while [ $# -gt 0 ]; do
     *) pairs+=("$1"); shift ;;
   esac
 done
-all=(write_bw read_bw send_bw write_rate send_lat write_lat read_lat veth_write_bw qps_1000 shared_bw shared_lat kvstore mpi_lat mpi_bw)
+all=(write_bw read_bw send_bw write_rate send_lat write_lat read_lat veth_write_bw qps_1000 shared_bw shared_lat shared_pairs_bw kvstore mpi_lat mpi_bw)
 [ ${#pairs[@]} = 0 ] && pairs=("${all[@]}")
 rocelab=$build/bin/rocelab
 [ -x "$rocelab" ] || { echo "bench: $rocelab missing (make build)" >&2; exit 1; }
@@ -158,12 +159,14 @@ two_pairs_bw() {
   a=$(bw_mbs <"$out/c1") b=$(bw_mbs <"$out/c2")
   [ -n "$a" ] && [ -n "$b" ] && awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f\n", a + b }'
 }
-# An ib_send_lat pair, its server's and its client's address each shared with
+# A perftest pair whose server's and client's addresses are each shared with
 # a second rocelab process that holds a device there and waits (an
-# ibv_rc_pingpong server that nobody connects to), or the same four processes
-# on four addresses of their own; prints perftest's output. $1: shared or own.
-lat_beside() {
+# ibv_rc_pingpong server nobody connects to), or the same four processes on
+# four addresses of their own; prints the client's output.
+# $1: shared or own; then the perftest command.
+perftest_beside() {
   local mode=$1 share=() ips p=$((port + 1)) i1=$((port + 2)) i2=$((port + 3)) idle=() rc
+  shift
   if [ "$mode" = shared ]; then
     share=(--share-address) ips=(127.0.0.76 127.0.0.77 127.0.0.76 127.0.0.77)
   else
@@ -174,15 +177,15 @@ lat_beside() {
   timeout -k 5 $limit "$rocelab" run "${share[@]}" --ip ${ips[3]} -- ibv_rc_pingpong -g 0 -p $i2 >/dev/null 2>&1 &
   idle+=($!)
   wait_listen $i1 && wait_listen $i2
-  timeout -k 5 $limit "$rocelab" run "${share[@]}" --ip ${ips[0]} -- ib_send_lat -s 2 -p $p >"$out/srv" 2>&1 &
+  timeout -k 5 $limit "$rocelab" run "${share[@]}" --ip ${ips[0]} -- "$@" -p $p >"$out/srv" 2>&1 &
   local srv=$!
   wait_listen $p
-  timeout -k 5 $limit "$rocelab" run "${share[@]}" --ip ${ips[1]} -- ib_send_lat -s 2 -p $p ${ips[0]} >"$out/cli" 2>&1
+  timeout -k 5 $limit "$rocelab" run "${share[@]}" --ip ${ips[1]} -- "$@" -p $p ${ips[0]} >"$out/cli" 2>&1
   rc=$?
   wait $srv
   kill "${idle[@]}" 2>/dev/null
   wait "${idle[@]}" 2>/dev/null
-  [ $rc = 0 ] || { echo "bench: ib_send_lat beside sharers ($mode) failed:" >&2; tail -3 "$out/cli" >&2; }
+  [ $rc = 0 ] || { echo "bench: $* beside sharers ($mode) failed:" >&2; tail -3 "$out/cli" >&2; }
   cat "$out/cli"
 }
 
@@ -273,8 +276,9 @@ pair() {
     mpi_lat)    echo "mpi_check 8 B ping-pong, Open MPI over UCX on rocelab0 vs over TCP@mpi_bench rdma | mpi_lat@mpi_bench tcp | mpi_lat@us" ;;
     mpi_bw)     echo "mpi_check 1 MiB bandwidth, Open MPI over UCX on rocelab0 vs over TCP@mpi_bench rdma | mpi_bw@mpi_bench tcp | mpi_bw@MB/s" ;;
     kvstore)    echo "kvstore 90 % GET 64 B, rocelab verbs vs TCP@kvstore rdma | kv_ops@kvstore tcp | kv_ops@ops/s" ;;
-    shared_bw)  echo "two ib_write_bw -s 65536 pairs at once, sharing two addresses vs on four (sum)@two_pairs_bw shared@two_pairs_bw own@MB/s" ;;
-    shared_lat) echo "ib_send_lat -s 2 t_typical, each side's address shared with an idle process vs not@lat_beside shared | lat_us@lat_beside own | lat_us@us" ;;
+    shared_bw)  echo "ib_write_bw -s 65536, each side's address shared with an idle process vs not@perftest_beside shared ib_write_bw -s 65536 | bw_mbs@perftest_beside own ib_write_bw -s 65536 | bw_mbs@MB/s" ;;
+    shared_lat) echo "ib_send_lat -s 2 t_typical, each side's address shared with an idle process vs not@perftest_beside shared ib_send_lat -s 2 | lat_us@perftest_beside own ib_send_lat -s 2 | lat_us@us" ;;
+    shared_pairs_bw) echo "two ib_write_bw -s 65536 pairs at once, sharing two addresses vs on four (sum)@two_pairs_bw shared@two_pairs_bw own@MB/s" ;;
     qps_1000)   echo "ib_write_bw -s 65536 over 1,000 QPs vs over one QP@perftest ib_write_bw -s 65536 -q 1000 -t 32 -n 200 | bw_mbs@perftest ib_write_bw -s 65536 | bw_mbs@MB/s" ;;
     *) return 1 ;;
   esac
