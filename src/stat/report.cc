@@ -7,6 +7,7 @@
 namespace rocelab::stat {
 namespace {
 
+// One formatted line of bounded fields (names, numbers, addresses).
 std::string fmt(const char* f, auto... args) {
   char buf[512];
   std::snprintf(buf, sizeof buf, f, args...);
@@ -63,9 +64,9 @@ std::string host_table(const Host& h) {
     if (p.devices().empty())
       s += fmt("%-8u %-16s %-10s\n", p.pid(), p.comm().c_str(), "(none open)");
     for (const Device& d : p.devices()) {
-      s += fmt("%-8u %-16s %-10s %-16s %5d %4d %4d %4d %5d  %s\n", p.pid(), p.comm().c_str(), d.name().c_str(),
-               d.address().c_str(), d.qps_size(), d.cqs_size(), d.mrs_size(), d.srqs_size(), d.mcast_size(),
-               nonzero(d.counters()).c_str());
+      s += fmt("%-8u %-16s %-10s %-16s %5d %4d %4d %4d %5d  ", p.pid(), p.comm().c_str(), d.name().c_str(),
+               d.address().c_str(), d.qps_size(), d.cqs_size(), d.mrs_size(), d.srqs_size(), d.mcast_size());
+      s += nonzero(d.counters()) + "\n";  // any length: not through fmt's buffer
       nqps += static_cast<size_t>(d.qps_size());
     }
   }
