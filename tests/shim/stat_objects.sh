@@ -5,7 +5,9 @@
 # and `rocelab stat qp N --json` are asked; stat_objects_check.py compares
 # each QP, CQ, MR, the SRQ, the multicast group and the counters, and the
 # device's counters with what `rocelab run --counters` prints as it closes.
-# Once the program has exited, its entry is gone and stat lists nobody.
+# Once the program has exited, its entry is gone and stat lists nobody. Then
+# (as root, with runuser) the same program run by user nobody: nobody's
+# `rocelab stat` lists it, root's does not (each user's registry is its own).
 #
 #   stat_objects.sh ROCELAB STAT_OBJECTS
 #
@@ -58,5 +60,30 @@ python3 "$(dirname "$0")/stat_objects_check.py" "$work/out" "$work/err" "$work/s
 check "processes listed after it exited" "$(json_of "$work/after.json" 'len(objs[0]["processes"])')" 0
 check "entries left in the registry" "$(find "$ROCELAB_RUNTIME_DIR" -name '*.sock' | wc -l)" 0
 [ -s "$work/stat.err" ] && { echo "FAIL: rocelab stat said:"; cat "$work/stat.err"; status=1; }
+
+# Another user's processes: their own registry (the default runtime
+# directory of each user, XDG_RUNTIME_DIR unset).
+if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null && runuser -u nobody -- true 2>/dev/null; then
+  as_nobody() { runuser -u nobody -- env -u ROCELAB_RUNTIME_DIR -u XDG_RUNTIME_DIR "$@"; }
+  chmod 755 "$work"
+  mkfifo -m 666 "$work/stdin2"
+  as_nobody timeout -k 5 60 "$rocelab" run --ip "$(net_of "$port").2" -- "$program" <"$work/stdin2" \
+    >"$work/out2" 2>&1 &
+  pid=$!
+  exec {hold}>"$work/stdin2"
+  wait_line "$work/out2" "^expect " "$pid" || { cat "$work/out2"; fail "stat_objects as nobody did not get ready"; }
+  as_nobody "$rocelab" stat --json >"$work/nobody.json" 2>&1
+  check "nobody's rocelab stat: stat_objects listed" \
+    "$(json_of "$work/nobody.json" 'sum("shim_stat_objects" in p["cmdline"] and len(p["devices"][0]["qps"]) == 4 for p in objs[0]["processes"])')" 1
+  nobody_pid=$(json_of "$work/nobody.json" '[p["pid"] for p in objs[0]["processes"] if "shim_stat_objects" in p["cmdline"]][0]')
+  env -u ROCELAB_RUNTIME_DIR -u XDG_RUNTIME_DIR "$rocelab" stat --json >"$work/root.json" 2>/dev/null
+  check "root's rocelab stat: nobody's process listed" "$(json_of "$work/root.json" "$nobody_pid in [p['pid'] for p in objs[0]['processes']]")" False
+  exec {hold}>&-
+  wait "$pid"
+  check "stat_objects as nobody exit" "$?" 0
+  pid=
+else
+  echo "note: not root or no runuser: another user's registry not tried"
+fi
 [ $status = 0 ] && echo "ok: rocelab stat showed every object of stat_objects right"
 exit $status
