@@ -13,6 +13,12 @@
 # made), and qps_1000 compares ib_write_bw's aggregate over 1,000 QPs with its
 # one-QP figure (the scale target: a ratio >= 0.8).
 #
+# write_lat_busy and read_lat_busy compare with sockperf busy-polling (both
+# ends spin, as perftest's do), write_lat and read_lat with sockperf as it
+# comes (it sleeps in epoll_wait). Each row ends with its target and whether
+# this run met it; after the micro-benchmarks, the simulated fabric's packets
+# per second against its target (10 M on one core).
+#
 # shared_bw and shared_lat measure what sharing an address costs
 # (docs/host.md): an ib_write_bw and an ib_send_lat pair whose two addresses
 # each have a second, idle rocelab process, shared against not (goals: a
@@ -33,7 +39,7 @@
 # mpirun or the program).
 #
 # Usage: bench/run.sh [--build DIR] [--runs N] [--no-micro] [PAIR...]
-#   PAIR: write_bw read_bw send_bw write_rate send_lat write_lat read_lat
+#   PAIR: write_bw read_bw send_bw write_rate send_lat write_lat read_lat write_lat_busy read_lat_busy
 #   veth_write_bw qps_1000 shared_bw shared_lat shared_pairs_bw kvstore mpi_lat mpi_bw (default: all). `bench/run.sh write_bw` runs
 #   one measurement pair.
 set -u
@@ -48,7 +54,7 @@ while [ $# -gt 0 ]; do
     *) pairs+=("$1"); shift ;;
   esac
 done
-all=(write_bw read_bw send_bw write_rate send_lat write_lat read_lat veth_write_bw qps_1000 shared_bw shared_lat shared_pairs_bw kvstore mpi_lat mpi_bw)
+all=(write_bw read_bw send_bw write_rate send_lat write_lat read_lat write_lat_busy read_lat_busy veth_write_bw qps_1000 shared_bw shared_lat shared_pairs_bw kvstore mpi_lat mpi_bw)
 [ ${#pairs[@]} = 0 ] && pairs=("${all[@]}")
 rocelab=$build/bin/rocelab
 [ -x "$rocelab" ] || { echo "bench: $rocelab missing (make build)" >&2; exit 1; }
@@ -252,12 +258,18 @@ iperf_udp_mpps() {  # packets/s of 4 KiB datagrams, in millions
     python3 -c 'import json,sys; s=json.load(sys.stdin)["end"]["sum"]; print("%.6f" % (s["packets"]/s["seconds"]/1e6))'
   wait
 }
-sockperf_us() {  # UDP ping-pong average latency [us]
+# UDP ping-pong average latency [us]. $1: plain (sockperf's default: it
+# sleeps in epoll_wait) or busy (non-blocking sockets and a zero epoll timeout
+# on both ends: each spins, as perftest spins in ibv_poll_cq; the
+# like-for-like baseline of ib_*_lat).
+sockperf_us() {
+  local mode=${1:-plain} how=()
+  [ "$mode" = busy ] && how=(--nonblocked --timeout 0)
   port=$((port + 1))
-  sockperf server -i 127.0.0.1 -p $port >/dev/null 2>&1 &
+  sockperf server -i 127.0.0.1 -p $port "${how[@]}" >/dev/null 2>&1 &
   local sp=$!
   sleep 0.5
-  sockperf ping-pong -i 127.0.0.1 -p $port -t 3 -m 64 2>/dev/null |
+  sockperf ping-pong -i 127.0.0.1 -p $port -t 3 -m 64 "${how[@]}" 2>/dev/null |
     awk '/avg-latency=/ {for (i = 1; i <= NF; ++i) if ($i ~ /^avg-latency=/) {sub("avg-latency=", "", $i); print $i}}' | tail -1
   kill $sp 2>/dev/null; wait $sp 2>/dev/null
 }
@@ -272,6 +284,8 @@ pair() {
     send_lat)   echo "ib_send_lat -s 2 t_typical vs sockperf UDP ping-pong avg@perftest ib_send_lat -s 2 | lat_us@sockperf_us@us" ;;
     write_lat)  echo "ib_write_lat -s 2 t_typical vs sockperf UDP ping-pong avg@perftest ib_write_lat -s 2 | lat_us@sockperf_us@us" ;;
     read_lat)   echo "ib_read_lat -s 2 t_typical vs sockperf UDP ping-pong avg@perftest ib_read_lat -s 2 | lat_us@sockperf_us@us" ;;
+    write_lat_busy) echo "ib_write_lat -s 2 t_typical vs sockperf UDP ping-pong avg, busy-polling@perftest ib_write_lat -s 2 | lat_us@sockperf_us busy@us" ;;
+    read_lat_busy)  echo "ib_read_lat -s 2 t_typical vs sockperf UDP ping-pong avg, busy-polling@perftest ib_read_lat -s 2 | lat_us@sockperf_us busy@us" ;;
     veth_write_bw) echo "ib_write_bw -s 65536 vs iperf3 TCP, both over veth between namespaces@perftest_veth ib_write_bw -s 65536 | bw_mbs@iperf_tcp_veth@MB/s" ;;
     mpi_lat)    echo "mpi_check 8 B ping-pong, Open MPI over UCX on rocelab0 vs over TCP@mpi_bench rdma | mpi_lat@mpi_bench tcp | mpi_lat@us" ;;
     mpi_bw)     echo "mpi_check 1 MiB bandwidth, Open MPI over UCX on rocelab0 vs over TCP@mpi_bench rdma | mpi_bw@mpi_bench tcp | mpi_bw@MB/s" ;;
@@ -282,6 +296,27 @@ pair() {
     qps_1000)   echo "ib_write_bw -s 65536 over 1,000 QPs vs over one QP@perftest ib_write_bw -s 65536 -q 1000 -t 32 -n 200 | bw_mbs@perftest ib_write_bw -s 65536 | bw_mbs@MB/s" ;;
     *) return 1 ;;
   esac
+}
+
+# target NAME -> "OP VALUE" (the ratio of medians must be OP VALUE), or
+# nothing for a pair that is measured without a target.
+target() {
+  case $1 in
+    write_bw|read_bw|send_bw|write_rate|veth_write_bw) echo ">= 1.0" ;;
+    send_lat) echo "<= 1.2" ;;
+    write_lat|read_lat|write_lat_busy|read_lat_busy) echo "<= 1.5" ;;
+    qps_1000) echo ">= 0.8" ;;
+    shared_bw) echo ">= 0.95" ;;
+    shared_lat) echo "<= 1.05" ;;
+  esac
+}
+# verdict RATIO "OP VALUE" -> "OP VALUE: met" / "missed" ("" without a target).
+verdict() {
+  [ -n "$2" ] || return 0
+  awk -v r="$1" -v op="${2%% *}" -v v="${2#* }" 'BEGIN {
+    if (r == "n/a") { printf "%s %s: not measured", op, v; exit }
+    ok = (op == ">=") ? (r + 0 >= v + 0) : (r + 0 <= v + 0)
+    printf "%s %s: %s", op, v, ok ? "met" : "missed" }'
 }
 
 # median min max of the numbers on stdin ("? ? ?" when none).
@@ -322,18 +357,24 @@ for name in "${pairs[@]}"; do
   done
   read -r om omin omax < <(stats < "$out/ours")
   read -r tm tmin tmax < <(stats < "$out/theirs")
-  rows+=("| $title [$unit] | $om ($omin–$omax) | $tm ($tmin–$tmax) | $(ratio "$om" "$tm") |")
+  r=$(ratio "$om" "$tm")
+  rows+=("| $title [$unit] | $om ($omin–$omax) | $tm ($tmin–$tmax) | $r | $(verdict "$r" "$(target "$name")") |")
 done
 echo
-echo "| measurement (2 processes, loopback unless said; $runs runs each, alternating) | rocelab median (min–max) | baseline median (min–max) | ratio of medians |"
-echo "|---|---|---|---|"
+echo "| measurement (2 processes, loopback unless said; $runs runs each, alternating) | rocelab median (min–max) | baseline median (min–max) | ratio of medians | target |"
+echo "|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
 
 if [ "$micro" = 1 ]; then
   if [ -x "$build/bin/rocelab_micro_bench" ]; then
     echo
     echo "micro-benchmarks (Google Benchmark):"
-    "$build/bin/rocelab_micro_bench" --benchmark_min_time=0.5 2>/dev/null | grep -v '^\*\*\*'
+    "$build/bin/rocelab_micro_bench" --benchmark_min_time=0.5 2>/dev/null | grep -v '^\*\*\*' | tee "$out/micro"
+    # The simulated fabric's packets per second of wall time on one core.
+    pps=$(sed -nE 's/^BM_EngineWrite64OnTheFabric .* packets\/s=([0-9.]+)M\/s.*/\1/p' "$out/micro" | tail -1)
+    echo
+    fabric=$(awk -v p="${pps:-}" 'BEGIN { print p == "" ? "not measured" : (p + 0 >= 10 ? "met" : "missed") }')
+    echo "simulated fabric, 64-byte WRITE + ACK: ${pps:-?} M packets/s on one core (target >= 10 M: $fabric)"
   else
     echo "bench: $build/bin/rocelab_micro_bench missing (libbenchmark-dev; make build)" >&2
   fi
