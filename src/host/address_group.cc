@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -26,6 +27,7 @@
 #include <sstream>
 #include <thread>
 
+#include "host/bounded_lock.h"
 #include "host/port_holder.h"
 #include "host/reuseport_program.h"
 #include "host/runtime_dir.h"
@@ -151,7 +153,17 @@ struct AddressGroup::Impl {
 
   ~Impl();
   std::string notify_path(int s) const { return dir + "/n" + std::to_string(s); }
-  bool lock() { return ::flock(lock_fd, LOCK_EX) == 0; }
+  bool lock() { return lock_within(lock_fd, opt.lock_timeout_ms); }
+  // Why lock() failed, in a sentence.
+  std::string lock_failure() const {
+    const int e = errno;
+    if (e == ETIMEDOUT) {
+      char secs[32];
+      std::snprintf(secs, sizeof secs, "%g", opt.lock_timeout_ms / 1000.0);
+      return "the lock of " + dir + " has been held for " + secs + " s by " + describe_lock_holder(lock_fd);
+    }
+    return "cannot lock " + dir + "/lock: " + std::strerror(e);
+  }
   void unlock() { ::flock(lock_fd, LOCK_UN); }
   bool reap_dead();                // under the lock
   void steer(bool probe);          // under the lock
@@ -439,9 +451,14 @@ wire::Result<std::unique_ptr<AddressGroup>> AddressGroup::join(const wire::IpAdd
   }
   const std::string lock_path = g->dir + "/lock";
   g->lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (g->lock_fd < 0 || !g->lock()) {
-    *error = "cannot lock " + lock_path + ": " + std::strerror(errno);
+  if (g->lock_fd < 0) {
+    *error = "cannot open " + lock_path + ": " + std::strerror(errno);
     return errno_code();
+  }
+  if (!g->lock()) {
+    const std::error_code ec = errno_code();
+    *error = g->lock_failure();
+    return ec;
   }
   struct Unlock {
     Impl* g;
@@ -533,7 +550,11 @@ std::error_code AddressGroup::activate(std::string* error) {
   }
   {
     std::lock_guard<std::mutex> lk(g.mu);
-    if (!g.lock()) return errno_code();
+    if (!g.lock()) {
+      const std::error_code ec = errno_code();
+      if (error) *error = g.lock_failure();
+      return ec;
+    }
     g.reap_dead();
     g.table->slots[g.slot].state.store(kActive);
     g.steer(true);

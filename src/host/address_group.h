@@ -36,6 +36,10 @@ struct JoinOptions {
   // Only where no live process holds the address (an address picked for a
   // process of its own, as rocelab run's 127.0.0.x): address_in_use otherwise.
   bool alone = false;
+  // How long to wait for the group's lock (held only for table updates): a
+  // member that holds it and is stopped (SIGSTOP, a debugger) is named in the
+  // error after that (timed_out).
+  int lock_timeout_ms = 10000;
 };
 
 class AddressGroup {

@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -388,6 +389,41 @@ TEST_F(AddressGroupTest, APortHeldOutsideTheGroupIsNamedWithItsProcess) {
   EXPECT_NE(why.find("UDP port 4791 on " + test_address().to_string()), std::string::npos) << why;
   EXPECT_NE(why.find("pid " + std::to_string(::getpid()) + " ("), std::string::npos) << why;
   EXPECT_NE(why.find("not a rocelab process"), std::string::npos) << why;
+}
+
+TEST_F(AddressGroupTest, ALockHeldByAStoppedProcessIsNamedNotWaitedOnForever) {
+  Member::join().reset();  // the group's directory and lock file exist
+  auto net = net_dir();
+  ASSERT_TRUE(net.ok());
+  const std::string lock_path = *net + "/addr-" + test_address().to_string() + "/lock";
+  // A child takes the lock and stops itself (as a member stopped with
+  // SIGSTOP in the middle of a table update would).
+  const pid_t child = ::fork();
+  if (child == 0) {
+    const int fd = ::open(lock_path.c_str(), O_RDWR);
+    if (fd < 0 || ::flock(fd, LOCK_EX) != 0) ::_exit(1);
+    ::raise(SIGSTOP);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, WUNTRACED), child);
+  ASSERT_TRUE(WIFSTOPPED(status));
+  JoinOptions opt;
+  opt.lock_timeout_ms = 300;
+  std::string why;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto g = AddressGroup::join(test_address(), opt, &why);
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error(), std::errc::timed_out);
+  EXPECT_GE(waited, 300ms);
+  EXPECT_LT(waited, 5s);
+  EXPECT_NE(why.find("has been held for 0.3 s by pid " + std::to_string(child) + " ("), std::string::npos) << why;
+  EXPECT_NE(why.find(", stopped)"), std::string::npos) << why;
+  // Its holder gone (the kernel drops a dead process's locks), a join goes through.
+  EXPECT_NE(Member::join(), nullptr);
 }
 
 TEST_F(AddressGroupTest, ATableOfAnotherLayoutVersionIsRefusedNamingBoth) {
