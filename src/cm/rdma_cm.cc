@@ -557,7 +557,24 @@ std::error_code listen_unpublished(Impl& m, IdHandle h, int backlog) {
 }  // namespace
 
 std::error_code Cm::listen(IdHandle h, int backlog) {
-  std::error_code ec = listen_unpublished(*impl_, h, backlog);
+  Impl& m = *impl_;
+  if (m.cfg.listened_elsewhere) {
+    // The devices a bound id would listen on, asked with no lock held.
+    std::vector<emu::Device*> devs;
+    uint64_t sid = 0;
+    {
+      std::lock_guard lk(m.mu);
+      Id* id = m.find_id(h);
+      if (id && id->state == IdState::kAddrBound) {
+        sid = wire::rdma_cm_service_id(static_cast<uint16_t>(id->ps), id->src.port);
+        for (const auto& p : m.ports)
+          if (id->src.is_any() || id->src.ip == p->dev->address()) devs.push_back(p->dev);
+      }
+    }
+    for (emu::Device* d : devs)
+      if (m.cfg.listened_elsewhere(*d, sid)) return err(EADDRINUSE);
+  }
+  std::error_code ec = listen_unpublished(m, h, backlog);
   if (!ec) impl_->publish_listens();
   return ec;
 }

@@ -110,6 +110,11 @@ struct CmConfig {
   // to the one listening (src/host/address_group.h). Called with no lock
   // held, from the thread that listened or destroyed the listener.
   std::function<void(emu::Device& dev, std::vector<uint64_t> service_ids)> on_listens;
+  // Whether another process at dev's address listens on service_id already:
+  // then listen() is EADDRINUSE, as the kernel's CM refuses a second
+  // listener on a port of one host. Called with no lock held. Empty: only
+  // this Cm's own listeners count.
+  std::function<bool(emu::Device& dev, uint64_t service_id)> listened_elsewhere;
 };
 
 class Cm {
@@ -236,7 +241,8 @@ class Cm {
   // new id, the REQ's conn params and its private data (56 bytes after the
   // rdma_cm header; UDP: 180 after it, ud.ah_attr towards the requester).
   // EINVAL when the id is connected or unbound after a failed bind, EADDRINUSE
-  // when another id listens on the same port and address.
+  // when another id listens on the same port and address (in this Cm, or in
+  // another process sharing the address: CmConfig::listened_elsewhere).
   std::error_code listen(IdHandle id, int backlog);
   // rdma_accept on a new id in kConnectRequest. Connected port spaces: sends
   // the REP (qp_num, starting PSN = this side's rq_psn, responder resources

@@ -577,6 +577,21 @@ void AddressGroup::set_services(std::vector<uint64_t> service_ids) {
   g.unlock();
 }
 
+bool AddressGroup::listened_by_another(uint64_t service_id) {
+  Impl& g = *impl_;
+  std::lock_guard<std::mutex> lk(g.mu);
+  if (!g.lock()) return false;  // the lock held too long: the REQ steering decides, as before
+  g.reap_dead();
+  bool taken = false;
+  for (int i = 0; i < kSlots && !taken; ++i) {
+    const Slot& s = g.table->slots[i];
+    if (i == g.slot || s.state.load() == kFree) continue;
+    for (uint32_t k = 0; k < s.nservices && k < kMaxServicesPerSlot; ++k) taken = taken || s.services[k] == service_id;
+  }
+  g.unlock();
+  return taken;
+}
+
 void AddressGroup::begin_leave() { impl_->begin_leave(); }
 
 int AddressGroup::active_members() const {

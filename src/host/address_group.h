@@ -74,6 +74,9 @@ class AddressGroup {
   // The CM Service IDs this member listens on (REQs for them are steered to
   // it); re-steers the group.
   void set_services(std::vector<uint64_t> service_ids);
+  // Whether another live member listens on service_id: on one host an rdma_cm
+  // port is listened on once, whichever process asks (EADDRINUSE).
+  bool listened_by_another(uint64_t service_id);
 
   // This member is about to stop receiving (its transport is going away,
   // then the group): from now on no packets are steered to it and the others'

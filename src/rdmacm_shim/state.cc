@@ -10,6 +10,7 @@
 extern "C" void* rocelab_verbs_engine(ibv_context* ctx) noexcept __attribute__((weak));
 extern "C" void rocelab_verbs_set_services(void* engine, const uint64_t* service_ids,
                                            size_t n) noexcept __attribute__((weak));
+extern "C" int rocelab_verbs_service_taken(void* engine, uint64_t service_id) noexcept __attribute__((weak));
 
 namespace rocelab::rdmacm_shim {
 
@@ -70,6 +71,9 @@ State::State() noexcept {
     cfg.on_listens = [](emu::Device& dev, std::vector<uint64_t> ids) {
       rocelab_verbs_set_services(&dev, ids.data(), ids.size());
     };
+  }
+  if (rocelab_verbs_service_taken != nullptr) {
+    cfg.listened_elsewhere = [](emu::Device& dev, uint64_t sid) { return rocelab_verbs_service_taken(&dev, sid) != 0; };
   }
   cm_ = new cm::Cm(cfg);
   for (Dev& d : devs_) {

@@ -174,6 +174,19 @@ void DeviceRuntime::set_services(const emu::Device* engine,
   }
 }
 
+bool DeviceRuntime::service_taken(const emu::Device* engine, uint64_t service_id) noexcept {
+  std::vector<DeviceRuntime*> open;
+  {
+    std::lock_guard live_lock(live_mu());
+    open = live();
+  }
+  for (DeviceRuntime* r : open) {
+    std::lock_guard lock(r->mu_);
+    if (r->engine_.get() == engine && r->group_) return r->group_->listened_by_another(service_id);
+  }
+  return false;
+}
+
 std::vector<emu::DeviceSnapshot> DeviceRuntime::snapshots() noexcept {
   std::vector<DeviceRuntime*> open;
   {

@@ -42,6 +42,8 @@ class DeviceRuntime {
   // The CM Service IDs a process listens on at engine's address, for the
   // processes that share it (rdma_cm shim, through sibling.h).
   static void set_services(const emu::Device* engine, std::vector<uint64_t> service_ids) noexcept;
+  // Whether another process sharing engine's address listens on service_id.
+  static bool service_taken(const emu::Device* engine, uint64_t service_id) noexcept;
 
   // Every device open now, as `rocelab stat` shows it (stat_entry.h).
   static std::vector<emu::DeviceSnapshot> snapshots() noexcept;

@@ -236,6 +236,14 @@ extern "C" void* rocelab_verbs_engine(ibv_context* ctx) noexcept {
   return rocelab::verbs_shim::shim(ctx)->engine;
 }
 
+extern "C" int rocelab_verbs_service_taken(void* engine, uint64_t service_id) noexcept {
+  if (engine == nullptr) return 0;
+  return rocelab::verbs_shim::DeviceRuntime::service_taken(static_cast<const rocelab::emu::Device*>(engine),
+                                                          service_id)
+             ? 1
+             : 0;
+}
+
 extern "C" void rocelab_verbs_set_services(void* engine, const uint64_t* service_ids,
                                            size_t n) noexcept {
   if (engine == nullptr) return;

@@ -1,7 +1,7 @@
 // What the verbs shim tells its sibling, the rdma_cm shim (src/rdmacm_shim,
 // librocelab_rdmacm.so): the engine behind an emulated ibv_context. Both
-// libraries are preloaded by `rocelab run`; the verbs shim exports this one
-// function at its own version node (ROCELAB_VERBS_PRIVATE_1, libibverbs.map),
+// libraries are preloaded by `rocelab run`; the verbs shim exports these
+// functions at their own version node (ROCELAB_VERBS_PRIVATE_1, libibverbs.map),
 // which no libibverbs has, so no program binds to it by accident.
 #pragma once
 #include <infiniband/verbs.h>
@@ -17,4 +17,7 @@ void* rocelab_verbs_engine(ibv_context* ctx) noexcept;
 // (an emu::Device from rocelab_verbs_engine): REQs for them are steered to
 // this process among those that share the address (src/host).
 void rocelab_verbs_set_services(void* engine, const uint64_t* service_ids, size_t n) noexcept;
+// 1 when another process sharing the address of engine listens on the rdma_cm
+// Service ID service_id (one host listens on a port once), else 0.
+int rocelab_verbs_service_taken(void* engine, uint64_t service_id) noexcept;
 }

@@ -294,6 +294,30 @@ TEST_P(CmTest, SidrWithoutListenerOrRejectedIsUnreachableWithTheSidrStatus) {
   EXPECT_EQ(ev.status, wire::sidr_status::kRejected);
 }
 
+TEST_P(CmTest, AListenAnotherProcessHoldsIsRefused) {
+  // Another process at the device's address listens on kPort's TCP service
+  // (CmConfig::listened_elsewhere answers for it, as the shim's address group does).
+  const uint64_t taken = wire::rdma_cm_service_id(static_cast<uint16_t>(PortSpace::kTcp), kPort);
+  std::vector<uint64_t> asked;
+  CmConfig cfg;
+  cfg.listened_elsewhere = [&](emu::Device&, uint64_t sid) {
+    asked.push_back(sid);
+    return sid == taken;
+  };
+  Side a = env.make_side(1, "", true, cfg);
+  ASSERT_TRUE(a.cm);
+  for (const SockAddr& where : {a.at(kPort), SockAddr{wire::IpAddr{}, kPort}}) {  // its address, the wildcard
+    auto id = a.cm->create_id(a.cm_ch, PortSpace::kTcp, emu::QpType::kRC);
+    ASSERT_FALSE(a.cm->bind(*id, where));
+    EXPECT_EQ(a.cm->listen(*id, 4), std::errc::address_in_use);
+    EXPECT_FALSE(a.cm->destroy_id(*id));
+  }
+  auto other = a.cm->create_id(a.cm_ch, PortSpace::kTcp, emu::QpType::kRC);
+  ASSERT_FALSE(a.cm->bind(*other, a.at(kPort + 1)));
+  EXPECT_FALSE(a.cm->listen(*other, 4));
+  EXPECT_EQ(asked, (std::vector<uint64_t>{taken, taken, taken + 1}));
+}
+
 TEST_P(CmTest, BadCallsGiveTheErrnoLibrdmacmGives) {
   Side a = env.make_side(1);
   ASSERT_TRUE(a.cm);

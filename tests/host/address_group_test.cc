@@ -391,6 +391,19 @@ TEST_F(AddressGroupTest, APortHeldOutsideTheGroupIsNamedWithItsProcess) {
   EXPECT_NE(why.find("not a rocelab process"), std::string::npos) << why;
 }
 
+TEST_F(AddressGroupTest, AServiceIsListenedOnOncePerAddress) {
+  auto a = Member::join();
+  auto b = Member::join();
+  ASSERT_TRUE(a && b);
+  const uint64_t svc = 0x0000000001064A11ull, other = svc + 1;
+  a->group().set_services({svc});
+  EXPECT_TRUE(b->group().listened_by_another(svc));
+  EXPECT_FALSE(b->group().listened_by_another(other));
+  EXPECT_FALSE(a->group().listened_by_another(svc));  // its own listen is not another's
+  a.reset();  // left: its services go with its slot
+  EXPECT_FALSE(b->group().listened_by_another(svc));
+}
+
 TEST_F(AddressGroupTest, ALockHeldByAStoppedProcessIsNamedNotWaitedOnForever) {
   Member::join().reset();  // the group's directory and lock file exist
   auto net = net_dir();

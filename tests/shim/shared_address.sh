@@ -10,7 +10,9 @@
 #                                     be made)
 #
 # Each program's socket on UDP 4791 is one of the address's SO_REUSEPORT
-# group; the check sees them all bound at once (ss), then every program must
+# group; a second rping server on the rping server's address and port is
+# refused (EADDRINUSE, as one host's CM has it); the check sees them all
+# bound at once (ss), then every program must
 # exit 0 with its result: both sides of each perftest pair report the same
 # iterations, the rping client checked every ping and the server saw them.
 # The script claims three TCP ports (tests/lib/harness.sh): the two perftest
@@ -73,6 +75,12 @@ run_all() {
   wait_tcp_listen "$port1" "$pid_bw1_server" "${srv_prefix[@]}" || fail "ib_write_bw server 1 does not listen"
   wait_tcp_listen "$port2" "$pid_bw2_server" "${srv_prefix[@]}" || fail "ib_write_bw server 2 does not listen"
   wait_line "$work/rping_server.out" "rocelab: rdma_listen on" "$pid_rping_server" || fail "rping does not listen"
+  # One host listens on an rdma_cm port once: a second rping server on the
+  # same address and port is refused, whichever process asks.
+  "${srv_prefix[@]}" timeout -k 5 20 "$rocelab" run --share-address --ip "$server_ip" -- \
+    rping -s -a "$server_ip" -p "$port3" -C 1 >"$work/rping_second.out" 2>&1
+  grep -q "^rdma_listen: Address already in use" "$work/rping_second.out" ||
+    { echo "FAIL: a second listener on $server_ip port $port3: $(head -n 3 "$work/rping_second.out")"; status=1; }
   run bw1_client cli_prefix "$client_ip" ib_write_bw -s 65536 -D 3 -p "$port1" "$server_ip"
   run bw2_client cli_prefix "$client_ip" ib_write_bw -s 4096 -D 3 -p "$port2" "$server_ip"
   run rping_client cli_prefix "$client_ip" rping -c -a "$server_ip" -p "$port3" -C "$pings" -v
