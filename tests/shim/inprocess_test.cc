@@ -784,6 +784,9 @@ TEST_F(NeverACrash, TheOtherExportsWithEdgeArguments) {
   rocelab_verbs_set_services(rocelab_verbs_engine(ctx_), nullptr, 5);
   rocelab_verbs_set_services(rocelab_verbs_engine(ctx_), services, 2);
   rocelab_verbs_set_services(rocelab_verbs_engine(ctx_), services, 0);
+  // Nobody else listens where no address is shared, and no engine is nobody's.
+  EXPECT_EQ(rocelab_verbs_service_taken(rocelab_verbs_engine(ctx_), services[0]), 0);
+  EXPECT_EQ(rocelab_verbs_service_taken(nullptr, services[0]), 0);
   EXPECT_EQ(rocelab_verbs_engine(ctx_), rocelab::verbs_shim::shim(ctx_)->engine);
   EXPECT_GE(ibv_query_qp_data_in_order(qp_, static_cast<ibv_wr_opcode>(0x7f), ~0u), 0);
   ibv_ah_attr ah{};
