@@ -158,6 +158,9 @@ void register_stat(CLI::App& app) {
   cmd->add_option("--count", o->count, "With --watch: this many refreshes, then exit")->needs(watch);
   cmd->add_option("--timeout-ms", o->timeout_ms, "How long to wait for each process's answer")
       ->check(CLI::Range(1, 60000));
+  cmd->footer(
+      "Exit: 0 every process answered; 1 one could not be read (another rocelab version, no answer) or qp N "
+      "found no such QP; 2 bad arguments or a runtime directory that cannot be read or trusted. docs/stat.md.");
   CLI::App* qp = cmd->add_subcommand("qp", "One QP in full: rocelab stat qp N (decimal or 0x hex)");
   qp->add_option("qpn", o->qpn, "The QP number")->required();
   qp->fallthrough();  // `stat qp N --json`: the options of stat after the number
