@@ -99,6 +99,11 @@ std::vector<DeviceRuntime*>& DeviceRuntime::live() {
   return *v;
 }
 
+std::vector<DeviceRuntime*> DeviceRuntime::live_copy() {
+  std::lock_guard live_lock(live_mu());
+  return live();
+}
+
 std::mutex& DeviceRuntime::live_mu() {
   static auto* m = new std::mutex;
   return *m;
@@ -118,15 +123,8 @@ void DeviceRuntime::at_exit() {
   // down). The engine goes on serving whichever thread is still in a verb;
   // only its records end here, complete, and what it sends from now on is
   // not recorded.
-  //
-  // A copy: another thread may close a device meanwhile (release() takes
-  // live_mu() inside mu_, so mu_ is never taken here while live_mu() is held).
-  // Runtimes are never destroyed, so the pointers stay valid.
-  std::vector<DeviceRuntime*> open;
-  {
-    std::lock_guard live_lock(live_mu());
-    open = live();
-  }
+  // Another thread may close a device meanwhile: a copy (live_copy).
+  const std::vector<DeviceRuntime*> open = live_copy();
   for (DeviceRuntime* r : open) {
     Busy busy;
     std::lock_guard lock(r->mu_);
@@ -163,11 +161,7 @@ void DeviceRuntime::release() noexcept {
 
 void DeviceRuntime::set_services(const emu::Device* engine,
                                  std::vector<uint64_t> service_ids) noexcept {
-  std::vector<DeviceRuntime*> open;
-  {
-    std::lock_guard live_lock(live_mu());
-    open = live();
-  }
+  const std::vector<DeviceRuntime*> open = live_copy();
   for (DeviceRuntime* r : open) {
     std::lock_guard lock(r->mu_);
     if (r->engine_.get() == engine && r->group_) r->group_->set_services(std::move(service_ids));
@@ -175,11 +169,7 @@ void DeviceRuntime::set_services(const emu::Device* engine,
 }
 
 bool DeviceRuntime::service_taken(const emu::Device* engine, uint64_t service_id) noexcept {
-  std::vector<DeviceRuntime*> open;
-  {
-    std::lock_guard live_lock(live_mu());
-    open = live();
-  }
+  const std::vector<DeviceRuntime*> open = live_copy();
   for (DeviceRuntime* r : open) {
     std::lock_guard lock(r->mu_);
     if (r->engine_.get() == engine && r->group_) return r->group_->listened_by_another(service_id);
@@ -188,11 +178,7 @@ bool DeviceRuntime::service_taken(const emu::Device* engine, uint64_t service_id
 }
 
 std::vector<emu::DeviceSnapshot> DeviceRuntime::snapshots() noexcept {
-  std::vector<DeviceRuntime*> open;
-  {
-    std::lock_guard live_lock(live_mu());
-    open = live();
-  }
+  const std::vector<DeviceRuntime*> open = live_copy();
   std::vector<emu::DeviceSnapshot> out;
   try {
     for (DeviceRuntime* r : open) {

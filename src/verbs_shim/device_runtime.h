@@ -58,6 +58,10 @@ class DeviceRuntime {
   static void at_exit();
   static std::vector<DeviceRuntime*>& live();  // those with an engine, under live_mu()
   static std::mutex& live_mu();
+  // A copy of live(), taken under live_mu() and walked without it: release()
+  // takes live_mu() inside mu_, so mu_ is never taken while live_mu() is
+  // held. Runtimes are never destroyed, so the pointers stay valid.
+  static std::vector<DeviceRuntime*> live_copy();
   bool print_counters_ = false;
 
   std::mutex mu_;
