@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "host/runtime_dir.h"
+#include "present/fields.h"
 #include "stat/client.h"
 #include "stat/registry.h"
 #include "stat/report.h"
@@ -105,7 +106,7 @@ int show_once(const StatOptions& o) {
     }
     const std::string text = stat::qp_detail(h, qpn);
     if (text.empty()) {
-      std::fprintf(stderr, "rocelab stat qp: no QP 0x%06x on this host\n", qpn);
+      std::fprintf(stderr, "rocelab stat qp: no QP %s on this host\n", present::qpn_text(qpn).c_str());
       return 1;
     }
     std::fputs(text.c_str(), stdout);

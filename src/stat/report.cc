@@ -4,6 +4,8 @@
 
 #include <cstdio>
 
+#include "present/fields.h"
+
 namespace rocelab::stat {
 namespace {
 
@@ -13,8 +15,6 @@ std::string fmt(const char* f, auto... args) {
   std::snprintf(buf, sizeof buf, f, args...);
   return buf;
 }
-
-std::string hex_qpn(uint32_t q) { return fmt("0x%06x", q); }
 
 // name=value for each non-zero counter, space-separated; "-" when all are zero.
 std::string nonzero(const google::protobuf::RepeatedPtrField<Counter>& cs) {
@@ -31,7 +31,7 @@ uint64_t counter(const google::protobuf::RepeatedPtrField<Counter>& cs, const st
 }
 
 std::string peer_of(const Qp& q) {
-  return q.connected() ? q.peer() + "/" + hex_qpn(q.dest_qpn()) : "-";
+  return q.connected() ? q.peer() + "/" + present::qpn_text(q.dest_qpn()) : "-";
 }
 
 }  // namespace
@@ -78,7 +78,7 @@ std::string host_table(const Host& h) {
     for (const Device& d : p.devices())
       for (const Qp& q : d.qps())
         s += fmt("%-8u %-10s %-8s %-7s %-5s %-27s %8u %8u %8u %2u/%-2u %2u/%-2u %5u %10llu %10llu\n", p.pid(),
-                 d.name().c_str(), hex_qpn(q.qpn()).c_str(), q.type().c_str(), q.state().c_str(),
+                 d.name().c_str(), present::qpn_text(q.qpn()).c_str(), q.type().c_str(), q.state().c_str(),
                  peer_of(q).c_str(), q.sq_psn(), q.unacked_psn(), q.epsn(), q.retry_left(), q.retry_cnt(),
                  q.rnr_retry_left(), q.rnr_retry(), q.sq_outstanding(),
                  static_cast<unsigned long long>(counter(q.counters(), "sent_pkts")),
@@ -93,7 +93,7 @@ std::string qp_detail(const Host& h, uint32_t qpn) {
       for (const Qp& q : d.qps()) {
         if (q.qpn() != qpn) continue;
         if (!s.empty()) s += "\n";
-        s += fmt("QP %s on %s (%s), pid %u (%s)\n", hex_qpn(q.qpn()).c_str(), d.name().c_str(),
+        s += fmt("QP %s on %s (%s), pid %u (%s)\n", present::qpn_text(q.qpn()).c_str(), d.name().c_str(),
                  d.address().c_str(), p.pid(), p.comm().c_str());
         s += fmt("  type %s  state %s  path_mtu %u  pd %u  send_cq %u  recv_cq %u  srq %u\n", q.type().c_str(),
                  q.state().c_str(), q.path_mtu(), q.pd(), q.send_cq(), q.recv_cq(), q.srq());
