@@ -27,6 +27,7 @@ std::error_code qp_to_rtr(Qp& qp, const Gid& rgid, uint32_t rqpn, uint32_t rq_ps
   a.ah_attr.dgid = rgid;
   a.ah_attr.is_global = true;
   a.ah_attr.hop_limit = 64;
+  a.ah_attr.traffic_class = o.traffic_class;
   a.ah_attr.port_num = kPortNum;
   uint32_t mask = kState | kAv | kPathMtu | kDestQpn | kRqPsn;
   if (qp.type() == QpType::kRC || qp.type() == QpType::kXrcTgt) {  // the responder's attributes

@@ -19,6 +19,7 @@ struct ConnectOptions {
   uint8_t max_rd_atomic = 16;
   unsigned access = access::kRemoteWrite | access::kRemoteRead | access::kRemoteAtomic;
   uint32_t qkey = 0x11111111;     // UD
+  uint8_t traffic_class = 0;      // the AV's: DSCP << 2 | ECN (2: ECT(0))
 };
 
 // RESET -> INIT (mask and values for the QP's type).

@@ -49,6 +49,9 @@ wire::IpUdpInfo QpImpl::ip_to(const wire::IpAddr& to) const {
   ip.dport = wire::kRoceV2Port;
   ip.ip_id = 0;  // what the kernel sends for DF packets from an unconnected socket
   ip.df = true;
+  // RoCEv2: the GRH's traffic class is the IP TOS / traffic class (DSCP and
+  // ECN), as rxe sends it; UD takes its address vector per work request.
+  if (type_ != QpType::kUD) ip.tclass = attr.ah_attr.traffic_class;
   return ip;
 }
 

@@ -62,6 +62,7 @@ struct Counters {
   uint64_t rdma_sends = 0;          // SEND messages completed as requester
   uint64_t rdma_recvs = 0;          // SEND messages received
   uint64_t qkey_viol = 0;           // UD: Q_Key mismatch
+  uint64_t np_ecn_marked_roce_packets = 0;  // arrived with ECN CE (mlx5's name)
   std::array<uint64_t, kDropCauseCount> drops{};  // by cause, kDropCauses order
   // The drop_* counter of a reason of kDropCauses (0 for another string).
   uint64_t dropped(std::string_view reason) const;
@@ -78,7 +79,7 @@ struct Counters {
     f("ack_deferred", ack_deferred); f("rcvd_icrc_err", rcvd_icrc_err);
     f("icrc_ip_recovered", icrc_ip_recovered);
     f("rcvd_hdr_err", rcvd_hdr_err); f("rdma_sends", rdma_sends); f("rdma_recvs", rdma_recvs);
-    f("qkey_viol", qkey_viol);
+    f("qkey_viol", qkey_viol); f("np_ecn_marked_roce_packets", np_ecn_marked_roce_packets);
     for (size_t i = 0; i < kDropCauseCount; ++i) f(kDropCauses[i].counter, drops[i]);
   }
 };

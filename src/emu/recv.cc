@@ -72,6 +72,7 @@ void Device::Engine::receive(const Datagram& arrived) {
   // IBTA A17.3.3 / rxe: a packet whose ICRC does not match is dropped silently.
   if (icrc == Icrc::kBad) return drop(nullptr, d, "bad ICRC", &Counters::rcvd_icrc_err);
   if (icrc == Icrc::kRecovered) counters.icrc_ip_recovered += 1;
+  if ((d.ip.tclass & 3) == 3) counters.np_ecn_marked_roce_packets += 1;  // CE: a switch marked it
   const wire::OpInfo& info = pkt.hdr.info();
   if (pkt.hdr.bth.pkey != wire::kDefaultPkey)
     return drop(nullptr, d, "P_Key", &Counters::rcvd_hdr_err);

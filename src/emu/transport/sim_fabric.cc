@@ -41,7 +41,7 @@ class SimPort final : public Transport {
       stats_.tx_bytes += d.payload.size();
       ++sent;
       Nanos depart = fabric_.now_;
-      if (fabric_.cfg_.link_bits_per_sec != 0) {
+      if (fabric_.cfg_.link_bits_per_sec != 0 && !fabric_.cfg_.network) {
         const uint64_t bits =
             8 * (d.payload.size() + wire::ip_udp_header_len(d.ip.dst.v6) + kEthOverhead);
         depart = std::max(depart, busy_until_) +
@@ -52,9 +52,7 @@ class SimPort final : public Transport {
         // A copy for every member (the sender too, when it joined); no member
         // is no error: multicast has no ICMP unreachable.
         for (const SimFabric::Member& m : fabric_.members_) {
-          if (!(m.group == d.ip.dst)) continue;
-          m.port->arrive({depart + fabric_.cfg_.latency, fabric_.next_seq_++,
-                          fabric_.pool_.copy(d.payload), static_cast<uint32_t>(d.payload.size()), d.ip});
+          if (m.group == d.ip.dst) fabric_.transmit(*this, *m.port, d, depart);
         }
         continue;
       }
@@ -64,14 +62,14 @@ class SimPort final : public Transport {
         unreachable_.add(d.ip.dst);  // what ICMP port unreachable tells a UDP sender
         continue;
       }
-      dst->arrive({depart + fabric_.cfg_.latency, fabric_.next_seq_++,
-                   fabric_.pool_.copy(d.payload), static_cast<uint32_t>(d.payload.size()), d.ip});
+      fabric_.transmit(*this, *dst, d, depart);
     }
     return sent;
   }
 
   size_t poll(const RecvHandler& handler, size_t max) override {
     timers_.run_due(fabric_.now_);
+    if (fabric_.cfg_.network) fabric_.cfg_.network->run(fabric_.now_);
     size_t n = 0;
     while (n < max && !arrivals_.empty() && arrivals_.front().at <= fabric_.now_) {
       std::pop_heap(arrivals_.begin(), arrivals_.end(), later);
@@ -139,19 +137,20 @@ class SimPort final : public Transport {
     unreachable_ = UnreachableSet{};
   }
 
- private:
   struct Arrival {
     Nanos at;
     uint64_t seq;  // send order: breaks ties between equal arrival times
     uint32_t buf, len;
     wire::IpUdpInfo ip;
   };
-  static bool later(const Arrival& a, const Arrival& b) {
-    return a.at != b.at ? a.at > b.at : a.seq > b.seq;
-  }
   void arrive(const Arrival& a) {
     arrivals_.push_back(a);
     std::push_heap(arrivals_.begin(), arrivals_.end(), later);
+  }
+
+ private:
+  static bool later(const Arrival& a, const Arrival& b) {
+    return a.at != b.at ? a.at > b.at : a.seq > b.seq;
   }
 
   SimFabric& fabric_;
@@ -164,12 +163,50 @@ class SimPort final : public Transport {
   UnreachableSet unreachable_;
 };
 
-SimFabric::SimFabric(SimFabricConfig cfg) : cfg_(cfg), now_(cfg.start) {}
+SimFabric::SimFabric(SimFabricConfig cfg) : cfg_(std::move(cfg)), now_(cfg_.start) {
+  if (cfg_.network) cfg_.network->bind(&sink_);
+}
 
-SimFabric::~SimFabric() = default;
+void SimFabric::transmit(SimPort& from, SimPort& to_port, const Datagram& d, Nanos depart) {
+  const uint32_t len = static_cast<uint32_t>(d.payload.size());
+  const uint32_t buf = pool_.copy(d.payload);
+  if (!cfg_.network) {
+    to_port.arrive({depart + cfg_.latency, next_seq_++, buf, len, d.ip});
+    return;
+  }
+  const SimPacket p{buf, len, next_seq_++, to_port.local_address(), d.ip};
+  if (!cfg_.network->send(now_, from.local_address(), p)) {
+    pool_.release(buf);
+    ++stats_.dropped_no_route;
+  }
+}
+
+void SimFabric::Sink::deliver(Nanos at, const SimPacket& p) {
+  SimPort* port = f_.find(p.to);
+  if (port == nullptr) {
+    f_.pool_.release(p.buf);
+    ++f_.stats_.dropped_detached;
+    return;
+  }
+  port->arrive({at, p.seq, p.buf, p.len, p.ip});
+}
+
+void SimFabric::Sink::discard(const SimPacket& p) {
+  f_.pool_.release(p.buf);
+  ++f_.stats_.dropped_network;
+}
+
+std::span<const std::byte> SimFabric::Sink::payload(const SimPacket& p) const {
+  return std::as_const(f_.pool_).bytes(p.buf, p.len);
+}
+
+SimFabric::~SimFabric() {
+  if (cfg_.network) cfg_.network->bind(nullptr);
+}
 
 std::unique_ptr<Transport> SimFabric::attach(const wire::IpAddr& addr) {
   if (find(addr) != nullptr) return nullptr;
+  if (cfg_.network && !cfg_.network->has_host(addr)) return nullptr;
   auto port = std::make_unique<SimPort>(*this, addr);
   ports_.push_back(port.get());
   return port;
@@ -188,13 +225,13 @@ void SimFabric::detach(SimPort* port) {
 }
 
 Nanos SimFabric::next_event() const {
-  Nanos t = Nanos::max();
+  Nanos t = cfg_.network ? cfg_.network->next_event() : Nanos::max();
   for (SimPort* p : ports_) t = std::min(t, p->next_event());
   return t;
 }
 
 size_t SimFabric::in_flight() const {
-  size_t n = 0;
+  size_t n = cfg_.network ? cfg_.network->in_flight() : 0;
   for (SimPort* p : ports_) n += p->pending();
   return n;
 }
@@ -202,6 +239,7 @@ size_t SimFabric::in_flight() const {
 Nanos SimFabric::advance(Nanos deadline) {
   const Nanos target = std::min(next_event(), deadline);
   if (target > now_) now_ = target;
+  if (cfg_.network) cfg_.network->run(now_);
   return now_;
 }
 
@@ -209,6 +247,7 @@ std::error_code SimFabric::reset() {
   for (const SimPort* p : ports_)
     if (p->timers_armed()) return std::make_error_code(std::errc::device_or_resource_busy);
   for (SimPort* p : ports_) p->reset();
+  if (cfg_.network) cfg_.network->reset(cfg_.start);
   now_ = cfg_.start;
   next_seq_ = 0;
   stats_ = SimFabricStats{};

@@ -13,6 +13,11 @@
 // sequence of calls produces the same sequence of events (seeded faults come
 // from FaultInjector, layered on top).
 //
+// With a network (SimFabricConfig::network: switches, queues, ECN, PFC; see
+// src/fabric) the network decides when and whether a datagram arrives, and a
+// port may attach only at one of its hosts' addresses; latency and
+// link_bits_per_sec are then unused.
+//
 // Time only moves in wait() / advance(): to the earliest pending event of the
 // WHOLE fabric (every port's deliveries and timers) or the deadline, whichever
 // is first — so one loop that polls every port and then waits on any of them
@@ -26,6 +31,7 @@
 #include <vector>
 
 #include "emu/transport/datagram_pool.h"
+#include "emu/transport/sim_network.h"
 #include "emu/transport/transport.h"
 #include "wire/ip_udp.h"
 
@@ -35,6 +41,7 @@ struct SimFabricConfig {
   Nanos latency{1000};             // one-way propagation delay, every path
   uint64_t link_bits_per_sec = 0;  // per sending port; 0 = infinitely fast links
   Nanos start{0};                  // the virtual clock's initial value
+  std::shared_ptr<SimNetwork> network;  // between the ports; none: a direct wire
 };
 
 // Counters of the fabric as a whole (each port keeps its TransportStats).
@@ -43,6 +50,8 @@ struct SimFabricStats {
   uint64_t dropped_no_port = 0;   // sent to an address nobody has attached
   uint64_t dropped_oversize = 0;  // payload larger than a UDP datagram can be
   uint64_t dropped_detached = 0;  // still in flight when its destination detached
+  uint64_t dropped_no_route = 0;  // the network has no path from its sender
+  uint64_t dropped_network = 0;   // the network discarded it (a full switch buffer)
 };
 
 class SimPort;
@@ -54,7 +63,8 @@ class SimFabric {
   SimFabric(const SimFabric&) = delete;
   SimFabric& operator=(const SimFabric&) = delete;
 
-  // A transport receiving on addr. nullptr if addr is already attached. The
+  // A transport receiving on addr. nullptr if addr is already attached (or,
+  // with a network, is not one of its hosts). The
   // transport must not outlive the fabric; destroying it detaches the address.
   std::unique_ptr<Transport> attach(const wire::IpAddr& addr);
 
@@ -92,6 +102,20 @@ class SimFabric {
   friend class SimPort;
   SimPort* find(const wire::IpAddr& addr) const;
   void detach(SimPort* port);
+  // Hands a copy of d, routed to `to`, to the network or straight to the port.
+  void transmit(SimPort& from, SimPort& to_port, const Datagram& d, Nanos depart);
+
+  // The network's way back into the fabric.
+  class Sink final : public SimNetworkSink {
+   public:
+    explicit Sink(SimFabric& f) : f_(f) {}
+    void deliver(Nanos at, const SimPacket& p) override;
+    void discard(const SimPacket& p) override;
+    std::span<const std::byte> payload(const SimPacket& p) const override;
+
+   private:
+    SimFabric& f_;
+  };
 
   SimFabricConfig cfg_;
   Nanos now_;
@@ -107,6 +131,7 @@ class SimFabric {
   std::vector<Member> members_;
   DatagramPool pool_;  // the payloads in flight
   SimFabricStats stats_;
+  Sink sink_{*this};
 };
 
 }  // namespace rocelab::emu
