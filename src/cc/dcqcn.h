@@ -1,4 +1,4 @@
-// DCQCN's reaction point for one QP (Zhu et al., SIGCOMM 2015, §3.2), as
+// DCQCN's reaction point for one QP (Zhu et al., SIGCOMM 2015), as
 // ConnectX NICs implement it (the mlx5 parameters of cc/dcqcn_params.h).
 //
 // State: the current rate R_C (what rate_bps() returns), the target rate R_T,

@@ -1,8 +1,8 @@
 // DCQCN's notification point: the receiver's side. A CE-marked packet that
 // arrives for a QP is answered with a CNP to its sender, at most one per
-// min_time_between_cnps (mlx5's name; the paper's N = 50 us, SIGCOMM 2015
-// §3.1: "if a marked packet arrives for a flow, and no CNP has been sent for
-// the flow in the last N microseconds, a CNP is sent immediately").
+// min_time_between_cnps (mlx5's name; the paper's N = 50 us, SIGCOMM 2015: a
+// marked packet for a flow that had no CNP in the last N microseconds gets one
+// at once, later marks in those N microseconds none).
 //
 // One NotificationPoint per QP: the interval is kept per flow, as the paper
 // keeps it (and as Azure runs its newer NICs: Bai et al., NSDI 2023).
