@@ -234,7 +234,6 @@ void SwitchedNetwork::run(Nanos now) {
     const Event e = events_.back();
     events_.pop_back();
     if (sampling) sample_until(e.t, false);
-    now_ = e.t;
     switch (e.kind) {
       case kTxDone: on_tx_done(e.a, e.t); break;
       case kArrive: on_arrive(e.a, e.t); break;
@@ -242,7 +241,6 @@ void SwitchedNetwork::run(Nanos now) {
       case kPauseOff: on_pause(e.a, false, e.t); break;
     }
   }
-  if (now > now_) now_ = now;
 }
 
 void SwitchedNetwork::enqueue(uint32_t port, uint32_t pkt, Nanos now) {
@@ -460,7 +458,6 @@ void SwitchedNetwork::reset(Nanos start) {
   forget();
   for (Port& p : ports_) p.stats = PortStats{};
   next_seq_ = 0;
-  now_ = start;
   rng_ = topo_.seed;
   cnps_ = 0;
   const Nanos interval = series_.interval;

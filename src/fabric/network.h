@@ -131,7 +131,6 @@ class SwitchedNetwork final : public emu::SimNetwork {
   size_t live_packets_ = 0;
   std::vector<Event> events_;  // a heap, earliest on top
   uint64_t next_seq_ = 0;
-  Nanos now_{0};
   uint64_t rng_;
   uint64_t cnps_ = 0;
 
