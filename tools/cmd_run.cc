@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -35,6 +36,8 @@ struct RunOptions {
   bool counters = false;
   bool wire_exact = false;
   bool share_address = false;
+  std::string cc, line_rate;
+  std::optional<uint32_t> cnp_interval_us;
   std::vector<std::string> command;
 };
 
@@ -65,6 +68,9 @@ int run(RunOptions& o) {
   if (o.counters) set("ROCELAB_COUNTERS", "1");
   if (o.wire_exact) set("ROCELAB_WIRE_EXACT", "1");
   if (o.share_address) set("ROCELAB_SHARED_ADDRESS", "1");
+  if (!o.cc.empty()) set("ROCELAB_CC", o.cc);
+  if (!o.line_rate.empty()) set("ROCELAB_LINE_RATE", o.line_rate);
+  if (o.cnp_interval_us) set("ROCELAB_CNP_INTERVAL_US", std::to_string(*o.cnp_interval_us));
 
   // Fault flags given on this command line replace any ROCELAB_* fault
   // variables already in the environment; without flags those pass through.
@@ -144,6 +150,18 @@ void register_run(CLI::App& app) {
                 "share the --ip address's UDP port 4791 with the other rocelab processes on it (each "
                 "datagram is steered to the process that owns its destination QP; docs/host.md); "
                 "experimental");
+  cmd->add_option("--cc", o->cc,
+                  "congestion control: dcqcn makes every QP send ECN-capable packets (ECT(0)), answer CE "
+                  "marks with CNPs and pace its requests at the rate DCQCN gives it (docs/congestion.md); "
+                  "default none")
+      ->check(CLI::IsMember({"none", "dcqcn"}));
+  cmd->add_option("--line-rate", o->line_rate,
+                  "the emulated port's rate in bits/s, with K, M or G (10G): where DCQCN starts and what it "
+                  "never exceeds; default 100G");
+  cmd->add_option("--cnp-interval-us", o->cnp_interval_us,
+                  "with --cc dcqcn: at most one CNP per QP per this many microseconds (mlx5's "
+                  "min_time_between_cnps; default 4)")
+      ->check(CLI::Range(0u, 1000000u));
   add_fault_options(*cmd, o->faults);
   cmd->add_option("command", o->command, "the program and its arguments")->required();
   cmd->prefix_command();

@@ -192,6 +192,10 @@ void Device::Engine::raise_async(const AsyncEvent& ev) {
 Result<std::unique_ptr<Device>> Device::create(std::unique_ptr<Transport> transport,
                                                DeviceConfig config) {
   if (!transport) return errc(EINVAL);
+  if (config.cc != cc::Algorithm::kNone) {
+    std::string error;  // the front ends check the parameters first, with a message
+    if (!cc::make_rate_control(config.cc, config.dcqcn, config.line_rate_bps, &error)) return errc(EINVAL);
+  }
   auto eng = std::make_unique<Engine>(std::move(transport), std::move(config));
   const int efd = ::eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
   if (efd < 0) return errc(errno);

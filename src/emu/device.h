@@ -13,6 +13,9 @@
 #include "emu/records.h"
 #include "emu/snapshot.h"
 #include "emu/transport/transport.h"
+#include "cc/dcqcn_params.h"
+#include "cc/notification_point.h"
+#include "cc/rate_control.h"
 #include "emu/verbs_attrs.h"
 #include "wire/error.h"
 
@@ -42,6 +45,24 @@ struct DeviceConfig {
   // top byte names the device among the processes that share its address
   // (src/host/address_group.h): what their UDP socket group is steered by.
   int qpn_block = -1;
+  // Congestion control (docs/congestion.md, "DCQCN in the engine"). kNone:
+  // packets leave with the ECN field their address vector gives, CE marks are
+  // only counted, CNPs received are counted and ignored. kDcqcn: every QP is a
+  // notification point (a CE-marked packet is answered with a CNP to the QP
+  // that sent it, at most one per min_time_between_cnps) and a reaction point
+  // (its requests paced at the rate DCQCN gives it, cut by CNPs), and its
+  // packets are ECN-capable (ECT(0)).
+  cc::Algorithm cc = cc::Algorithm::kNone;
+  cc::DcqcnParams dcqcn;  // mlx5's defaults
+  std::chrono::nanoseconds min_time_between_cnps = cc::kMinTimeBetweenCnpsMlx5;
+  // The port's line rate: where DCQCN starts and what it never exceeds. On the
+  // simulated fabric, the rate of the host's link.
+  uint64_t line_rate_bps = 100'000'000'000;
+  // Pacing: how far ahead of its rate a QP may get, in bytes on the wire (a
+  // burst). 0 paces packet by packet (the simulated fabric, whose timers are
+  // exact); on real sockets a burst of a few packets keeps the timer rate
+  // below the scheduler's resolution.
+  uint32_t pacing_burst_bytes = 0;
   PacketTap* tap = nullptr;     // not owned; may be set later with set_tap
   EventSink* events = nullptr;  // not owned; may be set later with set_event_sink
 };

@@ -162,6 +162,9 @@ Counters& Counters::operator+=(const Counters& o) {
   rnr_nak_retry_err += o.rnr_nak_retry_err; send_rnr_err += o.send_rnr_err;
   rcvd_rnr_err += o.rcvd_rnr_err; completer_retry_err += o.completer_retry_err;
   np_ecn_marked_roce_packets += o.np_ecn_marked_roce_packets;
+  np_cnp_sent += o.np_cnp_sent;
+  rp_cnp_handled += o.rp_cnp_handled;
+  rp_cnp_ignored += o.rp_cnp_ignored;
   ack_deferred += o.ack_deferred; rcvd_icrc_err += o.rcvd_icrc_err;
   icrc_ip_recovered += o.icrc_ip_recovered;
   rcvd_hdr_err += o.rcvd_hdr_err; rdma_sends += o.rdma_sends; rdma_recvs += o.rdma_recvs;

@@ -52,6 +52,8 @@ wire::IpUdpInfo QpImpl::ip_to(const wire::IpAddr& to) const {
   // RoCEv2: the GRH's traffic class is the IP TOS / traffic class (DSCP and
   // ECN), as rxe sends it; UD takes its address vector per work request.
   if (type_ != QpType::kUD) ip.tclass = attr.ah_attr.traffic_class;
+  // Congestion control on: ECN-capable, ECT(0), unless the AV chose an ECN codepoint.
+  if (eng->cfg.cc != cc::Algorithm::kNone && (ip.tclass & 3) == 0) ip.tclass |= 2;
   return ip;
 }
 
@@ -115,6 +117,7 @@ Result<Qp*> Device::create_qp(Pd* pd, const QpInitAttr& a) {
   QpImpl* raw = &q;
   q.comp.retrans_timer = e.transport->make_timer([raw] { comp_on_retrans_timer(*raw); });
   q.comp.rnr_timer = e.transport->make_timer([raw] { comp_on_rnr_timer(*raw); });
+  cc_init(q);
   q.attr.qp_state = QpState::kReset;
   q.attr.cap = q.cap_;
   q.attr.port_num = kPortNum;

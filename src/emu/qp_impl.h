@@ -7,6 +7,8 @@
 #include <memory>
 #include <vector>
 
+#include "cc/notification_point.h"
+#include "cc/rate_control.h"
 #include "emu/impl_objects.h"
 #include "emu/wr_opcode_table.h"
 #include "wire/aeth.h"
@@ -70,6 +72,23 @@ struct Completer {
   bool started_retry = false;
   std::unique_ptr<Timer> retrans_timer;
   std::unique_ptr<Timer> rnr_timer;
+};
+
+// Congestion control (congestion.cc), when the device runs it: the QP as
+// DCQCN's reaction point — its rate control, and the pacer that holds its
+// requests to that rate — and as its notification point (CNPs for the
+// CE-marked packets it receives).
+struct Congestion {
+  std::unique_ptr<cc::RateControl> rate;  // null: the device runs no congestion control
+  cc::NotificationPoint np{Nanos{0}};
+  // The pacer (ps on the transport's clock): the last packet it let go
+  // counts from last_ps, its bytes take last_bytes at the current rate, and
+  // the next may leave at next_send_ps — recomputed when the rate changes.
+  int64_t last_ps = 0;
+  uint32_t last_bytes = 0;
+  int64_t next_send_ps = 0;
+  bool held = false;              // the requester waits for the pacer
+  std::unique_ptr<Timer> timer;   // armed at the earlier of the pacer's and the algorithm's time
 };
 
 // Saved READ / atomic request, for duplicates (IBTA 9.7.5.1.3: READs are served
@@ -143,6 +162,7 @@ class QpImpl final : public Qp {
   Requester req;
   Completer comp;
   Responder resp;
+  Congestion cong;
 
   SendWqe& wqe(uint64_t i) { return sq[i % sq.size()]; }
   // Reliable connected: RC and both XRC halves (ACKs, retries, NAKs).

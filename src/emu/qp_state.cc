@@ -139,6 +139,7 @@ void enter(QpImpl& qp, QpState from, QpState to) {
       qp.resp.have_wqe = qp.resp.ack_pending = qp.resp.nak_sent = qp.resp.uc_drop = false;
       qp.resp.msn = 0;
       for (auto& r : qp.resp.res) r.valid = false;
+      cc_init(qp);  // a new connection starts at line rate
       set_state(qp, to);
       return;
     case QpState::kErr:

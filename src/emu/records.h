@@ -63,6 +63,9 @@ struct Counters {
   uint64_t rdma_recvs = 0;          // SEND messages received
   uint64_t qkey_viol = 0;           // UD: Q_Key mismatch
   uint64_t np_ecn_marked_roce_packets = 0;  // arrived with ECN CE (mlx5's name)
+  uint64_t np_cnp_sent = 0;         // notification point: CNPs sent for CE marks (mlx5's name)
+  uint64_t rp_cnp_handled = 0;      // reaction point: CNPs the rate control acted on (mlx5's name)
+  uint64_t rp_cnp_ignored = 0;      // CNPs received with no congestion control on (mlx5's name)
   std::array<uint64_t, kDropCauseCount> drops{};  // by cause, kDropCauses order
   // The drop_* counter of a reason of kDropCauses (0 for another string).
   uint64_t dropped(std::string_view reason) const;
@@ -80,6 +83,7 @@ struct Counters {
     f("icrc_ip_recovered", icrc_ip_recovered);
     f("rcvd_hdr_err", rcvd_hdr_err); f("rdma_sends", rdma_sends); f("rdma_recvs", rdma_recvs);
     f("qkey_viol", qkey_viol); f("np_ecn_marked_roce_packets", np_ecn_marked_roce_packets);
+    f("np_cnp_sent", np_cnp_sent); f("rp_cnp_handled", rp_cnp_handled); f("rp_cnp_ignored", rp_cnp_ignored);
     for (size_t i = 0; i < kDropCauseCount; ++i) f(kDropCauses[i].counter, drops[i]);
   }
 };

@@ -72,7 +72,8 @@ void Device::Engine::receive(const Datagram& arrived) {
   // IBTA A17.3.3 / rxe: a packet whose ICRC does not match is dropped silently.
   if (icrc == Icrc::kBad) return drop(nullptr, d, "bad ICRC", &Counters::rcvd_icrc_err);
   if (icrc == Icrc::kRecovered) counters.icrc_ip_recovered += 1;
-  if ((d.ip.tclass & 3) == 3) counters.np_ecn_marked_roce_packets += 1;  // CE: a switch marked it
+  const bool ce = (d.ip.tclass & 3) == 3;  // CE: a switch marked it
+  if (ce) counters.np_ecn_marked_roce_packets += 1;
   const wire::OpInfo& info = pkt.hdr.info();
   if (pkt.hdr.bth.pkey != wire::kDefaultPkey)
     return drop(nullptr, d, "P_Key", &Counters::rcvd_hdr_err);
@@ -80,6 +81,7 @@ void Device::Engine::receive(const Datagram& arrived) {
   if (!(d.ip.dst == transport->local_address()))
     return drop(nullptr, d, "not our address", &Counters::rcvd_hdr_err);
   if (!gone_peers.empty()) gone_peers.erase(d.ip.src);  // it is back (or never left)
+  if (info.transport == wire::Transport::kCNP) return cc_on_cnp(*this, pkt, d);  // congestion.cc
   if (pkt.hdr.bth.dest_qpn == wire::kGsiQpn && gsi) return gsi_receive(pkt, d);  // gsi.cc
   QpImpl* qp = find_qp(pkt.hdr.bth.dest_qpn.value());
   if (!qp) return drop(nullptr, d, "unknown QP", &Counters::rcvd_hdr_err);
@@ -109,6 +111,7 @@ void Device::Engine::receive(const Datagram& arrived) {
   counters.rcvd_pkts++;
   qp->ctr.rcvd_pkts++;
   if (logging()) log_received(*qp, pkt, d);
+  if (ce) cc_on_ce(*qp, pkt, d);  // the notification point (congestion.cc)
   if (is_request) {
     resp_on_request(*qp, pkt, d);
   } else {

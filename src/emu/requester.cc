@@ -179,7 +179,9 @@ void req_run(QpImpl& qp) {
       }
       break;
     }
+    if (!cc_may_send(qp)) break;  // the pacer holds it (congestion.cc)
     send_packet(qp, w);
+    cc_sent(qp);
     sent = true;
     if (rc) {
       const Psn after = w.first_psn + qp.req.cur_pkt;  // a READ counts its response PSNs

@@ -23,6 +23,19 @@ void comp_update_timer(QpImpl& qp);
 void comp_on_retrans_timer(QpImpl& qp);
 void comp_on_rnr_timer(QpImpl& qp);
 
+// congestion.cc: DCQCN at the QP (docs/congestion.md, "DCQCN in the engine").
+// cc_init gives a QP a fresh rate control (at line rate) and its timer when
+// the device runs congestion control: at creation and on entering RESET.
+// cc_may_send: the requester may send a packet now; false holds it (the QP's
+// timer sends it when the pacer allows). cc_sent: the requester emitted a
+// packet (the last of the tx batch). cc_on_ce: qp received a CE-marked packet (answered
+// with a CNP as the notification point allows). cc_on_cnp: a CNP arrived.
+void cc_init(QpImpl& qp);
+bool cc_may_send(QpImpl& qp);
+void cc_sent(QpImpl& qp);
+void cc_on_ce(QpImpl& qp, const wire::RocePacket& pkt, const Datagram& d);
+void cc_on_cnp(Engine& e, const wire::RocePacket& pkt, const Datagram& d);
+
 // The names of the completer's and the responder's states (records.h
 // role_state_name); "?" for a value that is no state.
 std::string_view comp_state_name(uint8_t s);

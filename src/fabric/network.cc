@@ -4,14 +4,13 @@
 #include <limits>
 #include <map>
 
+#include "wire/frame.h"
+#include "wire/opcode_table.h"
+
 namespace rocelab::fabric {
 
 namespace {
 constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
-// On the wire around the UDP payload: IP/UDP headers, then Ethernet's 14-byte
-// header, 4-byte FCS, 8-byte preamble and 12-byte inter-frame gap.
-constexpr uint32_t kEthernetWireOverhead = 14 + 4 + 8 + 12;
-constexpr uint8_t kCnpOpcode = 0x81;  // RoCEv2 annex A17
 
 enum Kind : uint8_t { kTxDone, kArrive, kPauseOn, kPauseOff };
 
@@ -208,7 +207,7 @@ uint32_t SwitchedNetwork::new_packet(const emu::SimPacket& p, uint32_t dst_host)
   k.next = kNone;
   k.dst_host = dst_host;
   k.in_port = kNone;
-  k.frame = p.len + static_cast<uint32_t>(wire::ip_udp_header_len(p.ip.dst.v6)) + kEthernetWireOverhead;
+  k.frame = p.len + static_cast<uint32_t>(wire::ip_udp_header_len(p.ip.dst.v6)) + wire::kEthernetWireOverhead;
   k.live = true;
   ++live_packets_;
   return i;
@@ -373,7 +372,7 @@ bool SwitchedNetwork::mark(uint32_t port) {
 void SwitchedNetwork::deliver(uint32_t pkt, Nanos now) {
   Packet& k = packets_[pkt];
   const auto payload = sink_->payload(k.sp);
-  const bool cnp = !payload.empty() && std::to_integer<uint8_t>(payload[0]) == kCnpOpcode;
+  const bool cnp = !payload.empty() && std::to_integer<uint8_t>(payload[0]) == wire::op::kCnp;
   if (cnp) ++cnps_;
   if (series_.interval.count() != 0) {
     if (cnp) {

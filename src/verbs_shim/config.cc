@@ -3,6 +3,7 @@
 #include <net/if.h>
 
 #include <charconv>
+#include <cstdint>
 #include <cstdlib>
 #include <string_view>
 
@@ -37,6 +38,25 @@ bool valid_device_name(const std::string& name) {
     if (!ok) return false;
   }
   return true;
+}
+
+// "10G", "2500M", "1000000": bits/s with an optional decimal K, M or G.
+std::optional<uint64_t> parse_rate(std::string_view text) {
+  uint64_t scale = 1;
+  if (!text.empty()) {
+    switch (text.back()) {
+      case 'K': case 'k': scale = 1'000; break;
+      case 'M': case 'm': scale = 1'000'000; break;
+      case 'G': case 'g': scale = 1'000'000'000; break;
+      default: break;
+    }
+    if (scale != 1) text.remove_suffix(1);
+  }
+  uint64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc{} || end != text.data() + text.size() || text.empty() || v == 0) return std::nullopt;
+  if (v > UINT64_MAX / scale) return std::nullopt;
+  return v * scale;
 }
 
 std::string bad(const char* var, const char* value, const std::string& why) {
@@ -127,6 +147,31 @@ std::optional<ShimConfig> parse_config(EnvLookup lookup, std::string& error) {
   if ((v = lookup("ROCELAB_COUNTERS")) != nullptr) cfg.counters = std::string_view(v) == "1";
   if ((v = lookup("ROCELAB_WIRE_EXACT")) != nullptr) cfg.wire_exact = std::string_view(v) == "1";
   if ((v = lookup("ROCELAB_SHARED_ADDRESS")) != nullptr) cfg.shared_address = std::string_view(v) == "1";
+  if ((v = lookup("ROCELAB_CC")) != nullptr && *v != '\0') {
+    std::string why;
+    auto alg = cc::parse_algorithm(v, &why);
+    if (!alg) {
+      error = bad("ROCELAB_CC", v, why);
+      return std::nullopt;
+    }
+    cfg.cc = *alg;
+  }
+  if ((v = lookup("ROCELAB_LINE_RATE")) != nullptr && *v != '\0') {
+    auto rate = parse_rate(v);
+    if (!rate || *rate < 1'000'000) {
+      error = bad("ROCELAB_LINE_RATE", v, "need a rate in bits/s of at least 1M, with an optional K, M or G: 10G");
+      return std::nullopt;
+    }
+    cfg.line_rate_bps = *rate;
+  }
+  if ((v = lookup("ROCELAB_CNP_INTERVAL_US")) != nullptr && *v != '\0') {
+    auto us = parse_u32(v);
+    if (!us || *us > 1'000'000) {
+      error = bad("ROCELAB_CNP_INTERVAL_US", v, "need microseconds, 0..1000000");
+      return std::nullopt;
+    }
+    cfg.cnp_interval_us = *us;
+  }
   return cfg;
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cc/rate_control.h"
 #include "wire/ip_udp.h"
 
 namespace rocelab::verbs_shim {
@@ -52,6 +53,12 @@ struct ShimConfig {
   bool counters = false;       // print each device's counters on stderr when it closes / at exit
   bool wire_exact = false;     // no UDP GSO: one datagram per packet (UdpTransportConfig::wire_exact)
   bool shared_address = false; // join the address's group of processes (host::AddressGroup)
+  // Congestion control (emu::DeviceConfig::cc): ROCELAB_CC none|dcqcn,
+  // ROCELAB_LINE_RATE the port's rate in bits/s (suffix K, M or G: 10G),
+  // ROCELAB_CNP_INTERVAL_US the notification point's min_time_between_cnps.
+  cc::Algorithm cc = cc::Algorithm::kNone;
+  uint64_t line_rate_bps = 100'000'000'000;
+  std::optional<uint32_t> cnp_interval_us;  // unset: mlx5's
 };
 
 // Parses the ROCELAB_* variables as `lookup` returns them (nullptr: unset).

@@ -2,6 +2,7 @@
 // reader and writer, `rocelab decode`, and the engine's pcap tap.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <span>
 
 #include "wire/error.h"
@@ -9,6 +10,11 @@
 #include "wire/packet.h"
 
 namespace rocelab::wire {
+
+// What an Ethernet link carries for a frame beyond its IP packet: the 14-byte
+// header, 4-byte FCS, 8-byte preamble and 12-byte inter-frame gap. What a
+// link's rate is spent on, and what a pacer counts.
+inline constexpr uint32_t kEthernetWireOverhead = 14 + 4 + 8 + 12;
 
 // Link types (the libpcap DLT_/LINKTYPE_ values) that decode_frame understands.
 enum class LinkType : int {

@@ -86,6 +86,23 @@ TEST(ShimConfig, AnIpv6LinkLocalAddressTakesItsInterface) {
   EXPECT_EQ(c->devices[0].scope_id, 0u);
 }
 
+TEST(ShimConfig, CongestionControlIsOffUnlessAsked) {
+  std::string error;
+  auto off = parse({}, error);
+  ASSERT_TRUE(off) << error;
+  EXPECT_EQ(off->cc, cc::Algorithm::kNone);
+  EXPECT_EQ(off->line_rate_bps, 100'000'000'000u);
+  EXPECT_FALSE(off->cnp_interval_us);
+  auto on = parse({{"ROCELAB_CC", "dcqcn"}, {"ROCELAB_LINE_RATE", "25G"}, {"ROCELAB_CNP_INTERVAL_US", "50"}}, error);
+  ASSERT_TRUE(on) << error;
+  EXPECT_EQ(on->cc, cc::Algorithm::kDcqcn);
+  EXPECT_EQ(on->line_rate_bps, 25'000'000'000u);
+  EXPECT_EQ(on->cnp_interval_us, 50u);
+  auto plain = parse({{"ROCELAB_LINE_RATE", "2500000"}}, error);
+  ASSERT_TRUE(plain) << error;
+  EXPECT_EQ(plain->line_rate_bps, 2'500'000u);
+}
+
 TEST(ShimConfig, BadValuesAreRefusedNamingTheVariable) {
   const std::map<std::string, std::string> bad[] = {
       {{"ROCELAB_MTU", "1500"}},                        // not an IBTA path MTU
@@ -102,6 +119,12 @@ TEST(ShimConfig, BadValuesAreRefusedNamingTheVariable) {
       {{"ROCELAB_DEVICES", ","}},                       // no names at all
       {{"ROCELAB_DEVICES", "a,b,c,d,e,f,g,h,i"}},       // more than kMaxDevices
       {{"ROCELAB_DEVICES", std::string(64, 'n')}},      // longer than ibv_device::name
+      {{"ROCELAB_CC", "dctcp"}},                        // not an algorithm we have
+      {{"ROCELAB_LINE_RATE", "10T"}},                   // not a suffix we know
+      {{"ROCELAB_LINE_RATE", "0"}},                     // no rate
+      {{"ROCELAB_LINE_RATE", "999K"}},                  // below DCQCN's floor of 1 Mb/s
+      {{"ROCELAB_LINE_RATE", "99999999999G"}},          // beyond 64 bits
+      {{"ROCELAB_CNP_INTERVAL_US", "-1"}},              // not a count of microseconds
   };
   for (const auto& vars : bad) {
     std::string error;

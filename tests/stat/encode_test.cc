@@ -28,6 +28,9 @@ emu::Counters counters_from(uint64_t base) {
   c.rcvd_rnr_err = v++; c.completer_retry_err = v++; c.ack_deferred = v++; c.rcvd_icrc_err = v++;
   c.icrc_ip_recovered = v++; c.rcvd_hdr_err = v++; c.rdma_sends = v++; c.rdma_recvs = v++; c.qkey_viol = v++;
   c.np_ecn_marked_roce_packets = v++;
+  c.np_cnp_sent = v++;
+  c.rp_cnp_handled = v++;
+  c.rp_cnp_ignored = v++;
   for (auto& d : c.drops) d = v++;
   return c;
 }
