@@ -9,7 +9,7 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config libboost-dev libpca
                 tshark python3-scapy libibverbs-dev librdmacm-dev ibverbs-utils perftest rdmacm-utils \
                 iproute2 iperf3 sockperf graphviz chromium libbenchmark-dev clang-14 libclang-rt-14-dev \
                 libisal-dev nlohmann-json3-dev ucx-utils libfabric-bin \
-                openmpi-bin libopenmpi-dev
+                openmpi-bin libopenmpi-dev nftables
 JOBS  ?= $(shell nproc)
 CTEST_ARGS ?=
 

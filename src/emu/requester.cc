@@ -92,8 +92,11 @@ void send_packet(QpImpl& qp, SendWqe& w) {
       (info.is(OpClass::kSend) || info.carries(wire::Hdr::kImmDt)))
     h.bth.se = true;
   if (qp.reliable()) {
-    // rxe: AckReq on the last packet of a message, and every kAckReqEvery packets.
-    if (last || ++qp.req.noack_pkts >= kAckReqEvery) {
+    // rxe: AckReq on the last packet of a message, and every kAckReqEvery
+    // packets. And on the packet that spends the device's in-flight budget: the
+    // QPs that wait for budget (requester.cc) wait for ACKs, and none would
+    // come for packets that asked for none.
+    if (last || ++qp.req.noack_pkts >= kAckReqEvery || e.inflight_psns + 1 >= kDeviceInflightPsns) {
       h.bth.ack_req = true;
       qp.req.noack_pkts = 0;
     }

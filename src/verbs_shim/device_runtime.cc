@@ -70,8 +70,9 @@ wire::Result<emu::Device*> DeviceRuntime::acquire(const DeviceConfig& dev,
   dc.line_rate_bps = cfg.line_rate_bps;
   if (cfg.cnp_interval_us) dc.min_time_between_cnps = std::chrono::microseconds(*cfg.cnp_interval_us);
   // Real sockets: the helper's timers wake tens of microseconds late on a busy
-  // machine, so a QP may run up to 32 KiB ahead of its rate and catch up.
-  dc.pacing_burst_bytes = 32 * 1024;
+  // machine, so a QP may run up to 8 KiB ahead of its rate and catch up (more
+  // lets its bursts overflow a shallow bottleneck: tests/shim/cc_ecn_wire.sh).
+  dc.pacing_burst_bytes = 8 * 1024;
   dc.warn = [](const std::string& line) { std::fprintf(stderr, "rocelab: %s\n", line.c_str()); };
   dc.tap = taps_->pcap.get();
   dc.events = taps_->events;

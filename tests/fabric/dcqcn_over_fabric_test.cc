@@ -65,6 +65,24 @@ TEST(DcqcnOverFabric, ThePacerHoldsAQpToItsRate) {
   EXPECT_EQ(r.senders.rp_cnp_handled, 0u);
 }
 
+TEST(DcqcnOverFabric, ASlowlyPacedQpDoesNotTimeOutBetweenItsAckRequests) {
+  // At 100 Mb/s a 64 KiB WRITE (64 packets, one AckReq on the last) takes
+  // 5.7 ms, the retransmission timeout is 1 ms: the timer must run from the
+  // last packet sent, not the first unacknowledged one, or the QP resends
+  // although nothing was lost.
+  IncastOptions o;
+  o.topology = incast_star(1, k10G, Nanos(1000));
+  o.senders = 1;
+  o.bytes = 128 * 1024;
+  o.sender_device = dcqcn(100'000'000);
+  const IncastResult r = run_incast(o);
+  ASSERT_TRUE(r.all_done);
+  EXPECT_TRUE(r.memory_ok);
+  EXPECT_EQ(r.senders.completer_retry_err, 0u);
+  EXPECT_EQ(r.sink.duplicate_request, 0u);
+  EXPECT_GT(double(r.finish.count()), 0.99 * 128 * 1106 * 8 * 10.0);  // ns at 100 Mb/s
+}
+
 TEST(DcqcnOverFabric, CeMarksAreAnsweredWithCnpsAsAConnectXSendsThem) {
   CnpTap tap;
   IncastOptions o;
