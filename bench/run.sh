@@ -38,10 +38,17 @@
 # latency, 1 MiB messages' bandwidth (tests/shim/mpi.sh; skipped without
 # mpirun or the program).
 #
+# fabric_alltoall runs bench/fabric_alltoall.cc (the simulated fabric, not
+# loopback): 64 hosts on a leaf-spine at 100 Gb/s, one RC QP from every host
+# to every other, each WRITEing 1 MiB, simulated to completion; the median of
+# min(RUNS, 3) runs of its packets per second of wall time against the same
+# target of 10 M on one core, with its virtual time, peak RSS and memory per
+# host. `bench/run.sh --no-micro fabric_alltoall` runs it alone.
+#
 # Usage: bench/run.sh [--build DIR] [--runs N] [--no-micro] [PAIR...]
 #   PAIR: write_bw read_bw send_bw write_rate send_lat write_lat read_lat write_lat_busy read_lat_busy
-#   veth_write_bw qps_1000 shared_bw shared_lat shared_pairs_bw kvstore mpi_lat mpi_bw (default: all). `bench/run.sh write_bw` runs
-#   one measurement pair.
+#   veth_write_bw qps_1000 shared_bw shared_lat shared_pairs_bw kvstore mpi_lat mpi_bw, or fabric_alltoall
+#   (default: all). `bench/run.sh write_bw` runs one measurement pair (and the micro-benchmarks).
 set -u
 cd "$(dirname "$0")/.."
 build=build runs=5 micro=1 pairs=()
@@ -55,12 +62,23 @@ while [ $# -gt 0 ]; do
   esac
 done
 all=(write_bw read_bw send_bw write_rate send_lat write_lat read_lat write_lat_busy read_lat_busy veth_write_bw qps_1000 shared_bw shared_lat shared_pairs_bw kvstore mpi_lat mpi_bw)
-[ ${#pairs[@]} = 0 ] && pairs=("${all[@]}")
-rocelab=$build/bin/rocelab
-[ -x "$rocelab" ] || { echo "bench: $rocelab missing (make build)" >&2; exit 1; }
-for t in ib_write_bw ib_read_bw ib_send_bw ib_send_lat ib_write_lat ib_read_lat iperf3 sockperf; do
-  command -v $t >/dev/null || { echo "bench: $t missing (make deps)" >&2; exit 1; }
+# Judges that are not rocelab-vs-kernel pairs: one program each, on the simulated fabric.
+all_judges=(fabric_alltoall)
+judges=() named=("${pairs[@]}") pairs=()
+for name in "${named[@]}"; do
+  case " ${all_judges[*]} " in
+    *" $name "*) judges+=("$name") ;;
+    *) pairs+=("$name") ;;
+  esac
 done
+[ ${#named[@]} = 0 ] && pairs=("${all[@]}") judges=("${all_judges[@]}")
+rocelab=$build/bin/rocelab
+if [ ${#pairs[@]} != 0 ]; then
+  [ -x "$rocelab" ] || { echo "bench: $rocelab missing (make build)" >&2; exit 1; }
+  for t in ib_write_bw ib_read_bw ib_send_bw ib_send_lat ib_write_lat ib_read_lat iperf3 sockperf; do
+    command -v $t >/dev/null || { echo "bench: $t missing (make deps)" >&2; exit 1; }
+  done
+fi
 out=$(mktemp -d /tmp/rocelab-bench.XXXXXX)
 ns_a=rocelab-bench-a-$$ ns_b=rocelab-bench-b-$$ ns_up=0
 cleanup() {
@@ -360,10 +378,12 @@ for name in "${pairs[@]}"; do
   r=$(ratio "$om" "$tm")
   rows+=("| $title [$unit] | $om ($omin–$omax) | $tm ($tmin–$tmax) | $r | $(verdict "$r" "$(target "$name")") |")
 done
-echo
-echo "| measurement (2 processes, loopback unless said; $runs runs each, alternating) | rocelab median (min–max) | baseline median (min–max) | ratio of medians | target |"
-echo "|---|---|---|---|---|"
-printf '%s\n' "${rows[@]}"
+if [ ${#pairs[@]} != 0 ]; then
+  echo
+  echo "| measurement (2 processes, loopback unless said; $runs runs each, alternating) | rocelab median (min–max) | baseline median (min–max) | ratio of medians | target |"
+  echo "|---|---|---|---|---|"
+  printf '%s\n' "${rows[@]}"
+fi
 
 if [ "$micro" = 1 ]; then
   if [ -x "$build/bin/rocelab_micro_bench" ]; then
@@ -377,5 +397,43 @@ if [ "$micro" = 1 ]; then
     echo "simulated fabric, 64-byte WRITE + ACK: ${pps:-?} M packets/s on one core (target >= 10 M: $fabric)"
   else
     echo "bench: $build/bin/rocelab_micro_bench missing (libbenchmark-dev; make build)" >&2
+  fi
+fi
+
+# fabric_alltoall: the median packets/s of min(RUNS, 3) runs, the last run's
+# report in full, and the judge's line.
+if [ ${#judges[@]} != 0 ]; then
+  a2a=$build/bin/rocelab_fabric_alltoall
+  if [ -x "$a2a" ]; then
+    n=$((runs < 3 ? runs : 3))
+    echo
+    echo "fabric_alltoall: $n runs of the 64-host leaf-spine all-to-all (1 MiB WRITEs) ..." >&2
+    : > "$out/a2a_mpps"
+    : > "$out/a2a_cpu"
+    ok=1
+    for _ in $(seq 1 "$n"); do
+      if ! "$a2a" >"$out/a2a" 2>"$out/a2a_err"; then
+        ok=0
+        echo "bench: $a2a failed:" >&2
+        cat "$out/a2a_err" >&2
+      fi
+      sed -nE 's/^fabric_alltoall: result .* mpps=([0-9.]+) .*/\1/p' "$out/a2a" >> "$out/a2a_mpps"
+      sed -nE 's/^fabric_alltoall: result .* cpu_mpps=([0-9.]+) .*/\1/p' "$out/a2a" >> "$out/a2a_cpu"
+    done
+    echo "simulated fabric, all-to-all on a leaf-spine (bench/fabric_alltoall.cc, last of $n runs):"
+    grep -v '^fabric_alltoall: result' "$out/a2a"
+    read -r am amin amax < <(stats < "$out/a2a_mpps")
+    read -r acpu _ _ < <(stats < "$out/a2a_cpu")
+    line=$(grep '^fabric_alltoall: result' "$out/a2a" | tail -1)
+    field() { sed -nE "s/.* $1=([^ ]+).*/\1/p" <<< "$line"; }
+    verdict_a2a=$(awk -v p="$am" -v ok="$ok" 'BEGIN {
+      if (ok == 0) { print "failed"; exit }
+      print p == "?" ? "not measured" : (p + 0 >= 10 ? "met" : "missed") }')
+    echo
+    echo "simulated fabric, 64-host leaf-spine all-to-all of 1 MiB WRITEs: $am ($amin–$amax) M packets/s on one core" \
+      "(target >= 10 M: $verdict_a2a; $acpu M per CPU second); $(field sim_ms) ms virtual, peak RSS $(field peak_rss_mib) MiB" \
+      "($(field rss_per_host_mib) MiB per host)"
+  else
+    echo "bench: $a2a missing (make build)" >&2
   fi
 fi
