@@ -1,8 +1,10 @@
 // `rocelab sim SCENARIO`: runs a teaching scenario (proto/scenario.proto, as
 // textproto) deterministically on the simulated fabric and prints its ladder
-// diagram. Exit: 0 every expectation held, 1 one did not (expected vs got is
-// printed), 2 the scenario does not parse, names an unknown object, or an
-// output cannot be written.
+// diagram; on a switched network (a topology) also the network's totals, and
+// on request its time series as JSON lines (--json, instead of the text) and
+// as line charts (--plots, and on the --html page). Exit: 0 every expectation
+// held, 1 one did not (expected vs got is printed), 2 the scenario does not
+// parse, names an unknown object, or an output cannot be written.
 #include <unistd.h>
 
 #include <cstdio>
@@ -10,6 +12,9 @@
 #include <memory>
 #include <string>
 
+#include "plot/line_chart.h"
+#include "present/json.h"
+#include "sim/fabric_report.h"
 #include "sim/ladder.h"
 #include "sim/runner.h"
 #include "sim/scenario.h"
@@ -20,8 +25,9 @@ namespace {
 
 struct SimCmdOptions {
   std::string scenario;
-  std::string pcap, events, svg, html;
+  std::string pcap, events, svg, html, plots;
   bool quiet = false;
+  bool json = false;
   bool step = false;
 };
 
@@ -46,7 +52,18 @@ int run(const SimCmdOptions& o) {
     std::fprintf(stderr, "rocelab sim: %s\n", error.c_str());
     return 2;
   }
-  if (!o.quiet) {
+  if (!o.plots.empty() && !res.fabric) {
+    std::fprintf(stderr, "rocelab sim: %s has no topology: no network to plot (--plots)\n", o.scenario.c_str());
+    return 2;
+  }
+  if (o.json) {
+    if (res.fabric)
+      for (const present::Json& j : sim::fabric_json(*res.fabric)) std::printf("%s\n", present::json_line(j).c_str());
+    std::printf("%s\n", present::json_line({{"type", "result"},
+                                            {"expectations", res.expectations},
+                                            {"failures", res.failures}})
+                             .c_str());
+  } else if (!o.quiet) {
     if (!sc->s.title().empty()) std::printf("%s\n\n", sc->s.title().c_str());
     const std::string ladder = sim::render_text(res.ladder);
     if (!o.step) {
@@ -73,16 +90,37 @@ int run(const SimCmdOptions& o) {
         }
       }
     }
+    if (res.fabric) std::printf("\n%s", sim::fabric_text(*res.fabric).c_str());
   }
   if (!o.svg.empty() && !write_file(o.svg, sim::render_svg(res.ladder))) {
     std::fprintf(stderr, "rocelab sim: cannot write %s\n", o.svg.c_str());
     return 2;
   }
-  if (!o.html.empty() && !write_file(o.html, sim::render_html(res.ladder, sc->s.title().empty() ? o.scenario
-                                                                                          : sc->s.title()))) {
-    std::fprintf(stderr, "rocelab sim: cannot write %s\n", o.html.c_str());
+  if (!o.plots.empty() && !write_file(o.plots, plot::render_svg_stack(sim::fabric_charts(*res.fabric)))) {
+    std::fprintf(stderr, "rocelab sim: cannot write %s\n", o.plots.c_str());
     return 2;
   }
+  if (!o.html.empty()) {
+    sim::HtmlExtras extras;
+    if (res.fabric) {
+      extras.heading = "The network";
+      extras.text = sim::fabric_text(*res.fabric);
+      const auto charts = sim::fabric_charts(*res.fabric);
+      const auto ids = sim::fabric_chart_ids();
+      for (size_t i = 0; i < charts.size(); ++i) {
+        plot::SvgOptions so;
+        so.cursor = true;
+        so.id = ids[i] + "-svg";
+        extras.figures.push_back({ids[i], plot::render_svg(charts[i], so)});
+      }
+    }
+    const std::string title = sc->s.title().empty() ? o.scenario : sc->s.title();
+    if (!write_file(o.html, sim::render_html(res.ladder, title, res.fabric ? &extras : nullptr))) {
+      std::fprintf(stderr, "rocelab sim: cannot write %s\n", o.html.c_str());
+      return 2;
+    }
+  }
+  if (o.json) return res.failures.empty() ? 0 : 1;
   if (res.failures.empty()) {
     std::printf("\n%zu expectation%s, all hold\n", res.expectations, res.expectations == 1 ? "" : "s");
     return 0;
@@ -103,6 +141,11 @@ void register_sim(CLI::App& app) {
   cmd->add_option("--events", o->events, "write the engine's event log (rocelab events reads it)");
   cmd->add_option("--svg", o->svg, "draw the ladder as SVG into FILE");
   cmd->add_option("--html", o->html, "write a self-contained step-through page (open it in a browser; #step=N)");
+  cmd->add_option("--plots", o->plots,
+                  "draw the network's time series (rate, queues, pauses, CNPs, ECN marks) as SVG charts into FILE");
+  cmd->add_flag("--json", o->json,
+                "print JSON lines instead of the text: per port, flow and node, the network's totals and time "
+                "series (with a topology), and the result");
   cmd->add_flag("-q,--quiet", o->quiet, "print only whether the expectations hold");
   cmd->add_flag("--step", o->step, "print the ladder one line per Enter (q: the rest at once)");
   cmd->callback([o] { exit_code() = run(*o); });

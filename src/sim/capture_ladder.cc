@@ -122,7 +122,7 @@ bool ladder_from_capture(const std::string& path, size_t max_packets, CaptureLad
     }
     const size_t idx = l.packets.size();
     l.packets.push_back(p);
-    l.entries.push_back({t, l.entries.size(), p.from, idx, {}});
+    l.entries.push_back({t, l.entries.size(), p.from, idx, {}, std::nullopt});
   }
   out->damaged = reader->damaged();
   return true;

@@ -1,6 +1,7 @@
 #include "sim/ladder.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 
 #include "present/fields.h"
@@ -84,8 +85,95 @@ std::string LadderPacket::label() const {
   return s;
 }
 
-void Ladder::note(Nanos t, int lane, std::string text) {
-  entries.push_back({t, entries.size(), lane, std::nullopt, std::move(text)});
+void Ladder::note(Nanos t, int lane, std::string text, std::optional<uint32_t> qpn) {
+  entries.push_back({t, entries.size(), lane, std::nullopt, std::move(text), qpn});
+}
+
+Ladder filter_ladder(const Ladder& l, const LadderFilter& f) {
+  Ladder out;
+  std::vector<int> lane_map(l.lanes.size(), -1);
+  size_t shown = 0;
+  for (size_t i = 0; i < l.lanes.size(); ++i) {
+    if (i < f.lanes.size() && f.lanes[i]) {
+      lane_map[i] = static_cast<int>(out.lanes.size());
+      out.lanes.push_back(l.lanes[i]);
+      ++shown;
+    }
+  }
+  auto map = [&](int lane) { return lane >= 0 && size_t(lane) < lane_map.size() ? lane_map[size_t(lane)] : -1; };
+  auto failure = [](const std::string& t) { return t.rfind("✗", 0) == 0 || t.rfind("✋", 0) == 0; };
+  // kept_before[k]: how many of the first k entries (in insertion order) were kept.
+  std::vector<size_t> kept_before(l.entries.size() + 1, 0);
+  std::vector<size_t> packet_map(l.packets.size(), SIZE_MAX);
+  for (size_t k = 0; k < l.entries.size(); ++k) {
+    const LadderEntry& e = l.entries[k];
+    kept_before[k + 1] = kept_before[k];
+    LadderEntry n = e;
+    n.seq = out.entries.size();
+    n.lane = map(e.lane);
+    if (e.packet) {
+      const LadderPacket& p = l.packets[*e.packet];
+      const int from = map(p.from), to = map(p.to);
+      const bool ends = shown == 1 ? (from >= 0 || to >= 0) : (from >= 0 && to >= 0);
+      if (!ends || (!f.qps.empty() && !f.qps.contains({p.to, p.dest_qpn}))) continue;
+      LadderPacket q = p;
+      q.from = from;
+      q.to = to;
+      if (packet_map[*e.packet] == SIZE_MAX) {
+        packet_map[*e.packet] = out.packets.size();
+        out.packets.push_back(q);
+      }
+      n.packet = packet_map[*e.packet];
+      n.lane = from >= 0 ? from : to;
+    } else if (e.lane >= 0 && n.lane < 0) {
+      if (!failure(e.text)) continue;
+      const std::string& label = l.lanes[size_t(e.lane)];
+      n.text = label.substr(0, label.find(' ')) + ": " + e.text;
+    } else if (e.lane >= 0 && e.qpn && !f.qps.empty() && !f.qps.contains({e.lane, *e.qpn}) && !failure(e.text)) {
+      continue;
+    }
+    out.entries.push_back(std::move(n));
+    kept_before[k + 1] = kept_before[k] + 1;
+  }
+  // The page's states: the kept QPs, CQs and nodes' counters.
+  std::set<std::string> nodes;
+  for (const std::string& label : out.lanes) nodes.insert(label);
+  std::set<std::string> node_names;
+  for (const std::string& label : out.lanes) node_names.insert(label.substr(0, label.find(' ')));
+  for (size_t s = 0; s < l.states.size(); ++s) {
+    present::Json j = l.states[s];
+    if (j.contains("qps")) {
+      present::Json qps = present::Json::array();
+      for (const auto& q : j["qps"])
+        if (nodes.contains(q.value("node", "")) && (f.qp_names.empty() || f.qp_names.contains(q.value("name", ""))))
+          qps.push_back(q);
+      j["qps"] = std::move(qps);
+    }
+    if (j.contains("cqs") && !f.cq_names.empty()) {
+      present::Json cqs = present::Json::array();
+      for (const auto& c : j["cqs"])
+        if (f.cq_names.contains(c.value("name", ""))) cqs.push_back(c);
+      j["cqs"] = std::move(cqs);
+    }
+    if (j.contains("counters") && j["counters"].is_string()) {
+      const std::string text = j["counters"].get<std::string>();
+      std::string kept;
+      for (size_t at = 0; at < text.size();) {
+        const size_t nl = text.find('\n', at);
+        const std::string line = text.substr(at, nl == std::string::npos ? std::string::npos : nl + 1 - at);
+        if (node_names.contains(line.substr(0, line.find(':')))) kept += line;
+        at = nl == std::string::npos ? text.size() : nl + 1;
+      }
+      j["counters"] = kept;
+    }
+    const size_t at = kept_before[std::min(l.state_at[s], l.entries.size())];
+    // A state that changed nothing that is kept adds nothing.
+    if (!out.states.empty() && out.states.back() == j) continue;
+    out.states.push_back(std::move(j));
+    out.state_at.push_back(at);
+    out.state_time.push_back(l.state_time[s]);
+  }
+  return out;
 }
 
 std::vector<const LadderEntry*> Ladder::ordered() const {
@@ -322,7 +410,7 @@ void LadderRecorder::on_packet(int lane, emu::Direction dir, Nanos t, const emu:
     }
     const size_t idx = l_.packets.size();
     l_.packets.push_back(p);
-    l_.entries.push_back({t, l_.entries.size(), lane, idx, {}});
+    l_.entries.push_back({t, l_.entries.size(), lane, idx, {}, std::nullopt});
     pending_[{lane, to, p.opcode, p.psn, p.dest_qpn, len}].push_back(idx);
     return;
   }
@@ -367,18 +455,18 @@ void LadderRecorder::on_event(int lane, const emu::EngineEvent& e) {
     case EventKind::kPacketDropped: {
       const wire::OpInfo& info = wire::op_info(e.bth_opcode);
       l_.note(e.time, lane, qp + ": ignored " + std::string(info.valid ? info.name : "packet") + " psn " +
-                                std::to_string(e.psn) + ": " + std::string(e.reason));
+                                std::to_string(e.psn) + ": " + std::string(e.reason), e.qpn);
       return;
     }
     case EventKind::kTimer:
       l_.note(e.time, lane, qp + ": " + std::string(e.reason) + " timer expired (oldest psn " +
-                                std::to_string(e.psn) + ")");
+                                std::to_string(e.psn) + ")", e.qpn);
       return;
     case EventKind::kCompletion: {
       std::string t = "wr " + std::to_string(e.wr_id) + " " + std::string(emu::to_string(e.wc_opcode)) + " " +
                       std::string(emu::to_string(e.status));
       if (e.status == emu::WcStatus::kSuccess) t += " " + std::to_string(e.length) + " B";
-      l_.note(e.time, lane, qp + ": CQE " + t);
+      l_.note(e.time, lane, qp + ": CQE " + t, e.qpn);
       if (v) {
         const bool recv = e.wc_opcode == emu::WcOpcode::kRecv || e.wc_opcode == emu::WcOpcode::kRecvRdmaWithImm;
         auto& q = recv ? v->rq : v->sq;
@@ -396,14 +484,15 @@ void LadderRecorder::on_event(int lane, const emu::EngineEvent& e) {
       return;
     }
     case EventKind::kQpStateChange:
-      l_.note(e.time, lane, qp + ": " + std::string(emu::to_string(e.from)) + " → " + std::string(emu::to_string(e.to)));
+      l_.note(e.time, lane, qp + ": " + std::string(emu::to_string(e.from)) + " → " + std::string(emu::to_string(e.to)),
+              e.qpn);
       if (v) {
         v->state = std::string(emu::to_string(e.to));
         snapshot(e.time);
       }
       return;
     case EventKind::kAsyncEvent:
-      l_.note(e.time, lane, qp + ": async event " + std::string(emu::to_string(e.async)));
+      l_.note(e.time, lane, qp + ": async event " + std::string(emu::to_string(e.async)), e.qpn);
       return;
     case EventKind::kRoleSteps:
       return;  // the role's path is for the event log; the ladder shows its packets
@@ -530,6 +619,9 @@ table { border-collapse: collapse; }
 td, th { border: 1px solid #ccc; padding: 2px 6px; font-family: monospace; text-align: left; }
 .ERR, .SQE { color: #b00; font-weight: bold; }
 .RTS { color: #060; font-weight: bold; }
+#extras figure { margin: .5em 0; }
+#extras svg { width: 100%; height: auto; }
+#extras pre { white-space: pre; overflow-x: auto; font-size: 11px; }
 </style></head>
 <body>
 <h1 id="title"></h1>
@@ -610,6 +702,17 @@ constexpr const char* kHtmlTail = R"HTML(;</script>
     } else {
       text($("counters"), "(a capture: the nodes' state is not known)");
     }
+    // The plots' cursors at this step's time.
+    for (const svg of document.querySelectorAll("svg.plot")) {
+      const c = svg.querySelector("line.cursor");
+      if (!c) continue;
+      const g = (k) => parseFloat(svg.getAttribute("data-" + k));
+      const f = Math.min(Math.max((parseFloat(st.time) - g("t0")) / (g("t1") - g("t0")), 0), 1);
+      const x = (g("x0") + (g("x1") - g("x0")) * f).toFixed(1);
+      c.setAttribute("x1", x);
+      c.setAttribute("x2", x);
+      c.setAttribute("visibility", "visible");
+    }
     history.replaceState(null, "", "#step=" + cur);
   }
   function fromHash() {
@@ -636,7 +739,7 @@ constexpr const char* kHtmlTail = R"HTML(;</script>
 
 }  // namespace
 
-std::string render_html(const Ladder& l, const std::string& title) {
+std::string render_html(const Ladder& l, const std::string& title, const HtmlExtras* extras) {
   // The rows of the terminal drawing, the same characters: line 0 is the header.
   const std::string text = render_text(l);
   std::vector<std::string> lines;
@@ -679,6 +782,15 @@ std::string render_html(const Ladder& l, const std::string& title) {
   std::string page = kHtmlHead;
   const std::string t = xml_escape(title.empty() ? "rocelab ladder" : title);
   page.replace(page.find("<title>rocelab ladder</title>"), 29, "<title>" + t + "</title>");
+  if (extras) {
+    std::string x = "<div id=\"extras\">\n<h2>" + xml_escape(extras->heading) + "</h2>\n";
+    if (!extras->text.empty()) x += "<pre id=\"extras-text\">" + xml_escape(extras->text) + "</pre>\n";
+    for (const auto& [id, svg] : extras->figures)
+      x += "<figure id=\"" + xml_escape(id) + "\">\n" + svg + "</figure>\n";
+    x += "</div>\n";
+    // In the side column, under the nodes' state: beside the ladder while it is stepped through.
+    page.insert(page.rfind("</div></div>\n<script>const DATA = "), x);
+  }
   return page + present::json_for_script(j) + kHtmlTail;
 }
 

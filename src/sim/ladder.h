@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -53,6 +54,7 @@ struct LadderEntry {
   int lane = -1;               // node events: the lane; -1: the whole diagram
   std::optional<size_t> packet;  // an arrow: index into Ladder::packets
   std::string text;            // a node event or note
+  std::optional<uint32_t> qpn;   // the QP a node event is about (a verb, the engine's events)
 };
 
 struct Ladder {
@@ -65,10 +67,37 @@ struct Ladder {
   std::vector<size_t> state_at;  // entries.size() when each state was taken
   std::vector<Nanos> state_time; // ... and the time it holds for
 
-  // A line of text beside a lane (or across the diagram with lane -1).
-  void note(Nanos t, int lane, std::string text);
+  // A line of text beside a lane (or across the diagram with lane -1),
+  // about QP qpn of that lane when given.
+  void note(Nanos t, int lane, std::string text, std::optional<uint32_t> qpn = std::nullopt);
   // Entries by time (stable).
   std::vector<const LadderEntry*> ordered() const;
+};
+
+// What a ladder keeps of a run with many nodes (a switched fabric): the
+// lanes drawn and, when qps is not empty, only the packets to those QPs and
+// the events of those QPs. The step-through page's state keeps the QPs named
+// in qp_names and the CQs in cq_names (each: all when empty) of drawn lanes.
+struct LadderFilter {
+  std::vector<bool> lanes;                 // per lane: drawn
+  std::set<std::pair<int, uint32_t>> qps;  // (lane, QPN)
+  std::set<std::string> qp_names, cq_names;
+};
+
+// The ladder of only what f keeps, its lanes renumbered. A packet is kept when
+// both its ends are drawn (with one lane drawn: when it is one end) and, with
+// qps, when it goes to one of them. Failures (✗, ✋) are always kept: on a lane
+// not drawn they go across the diagram, named by their node.
+Ladder filter_ladder(const Ladder& l, const LadderFilter& f);
+
+// What the step-through page shows beside the ladder, under the nodes' state:
+// a heading, text (a <pre>) and figures, each an SVG element; a figure's <svg> with data-x0,
+// data-x1 (px), data-t0, data-t1 (µs) and a <line class="cursor"> gets a
+// cursor at the current step's time (plot/line_chart.h draws them so).
+struct HtmlExtras {
+  std::string heading;
+  std::string text;
+  std::vector<std::pair<std::string, std::string>> figures;  // id, SVG
 };
 
 // The terminal drawing: a time column, one lane per node (box-drawing
@@ -80,7 +109,7 @@ std::string render_svg(const Ladder& l);
 // next / a slider over the entries; at each step the ladder so far, the
 // packet's headers, each QP's state, PSNs and queues, the CQs and the
 // counters. `#step=N` (1-based) in the URL opens step N.
-std::string render_html(const Ladder& l, const std::string& title);
+std::string render_html(const Ladder& l, const std::string& title, const HtmlExtras* extras = nullptr);
 
 // Records a simulation into a Ladder: install tap(i)/sink(i) on node i's
 // device. Packets sent are matched to packets received (by source, destination,

@@ -1,5 +1,6 @@
 #include "sim/runner.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -7,11 +8,13 @@
 #include <memory>
 
 #include "capture/pcap_writer.h"
+#include "cc/rate_control.h"
 #include "emu/connect.h"
 #include "emu/records/event_log.h"
 #include "emu/records/pcap_tap.h"
 #include "sim/fsm.h"
 #include "sim/names.h"
+#include "sim/topology.h"
 #include "testbed/testbed.h"
 
 namespace rocelab::sim {
@@ -41,12 +44,40 @@ std::string errno_text(int e) {
   return std::string(n ? n : "errno " + std::to_string(e)) + " (" + std::strerror(e) + ")";
 }
 
+// The switched network between the fabric's ports, and the last time it
+// had anything to do: where its time series end.
+class WatchedNetwork final : public SimNetwork {
+ public:
+  explicit WatchedNetwork(std::shared_ptr<fabric::SwitchedNetwork> net) : net_(std::move(net)) {}
+  void bind(SimNetworkSink* sink) override { net_->bind(sink); }
+  bool has_host(const wire::IpAddr& addr) const override { return net_->has_host(addr); }
+  bool send(Nanos now, const wire::IpAddr& from, const SimPacket& p) override {
+    last_ = std::max(last_, now);
+    return net_->send(now, from, p);
+  }
+  Nanos next_event() const override { return net_->next_event(); }
+  void run(Nanos now) override {
+    if (net_->next_event() <= now) last_ = std::max(last_, now);
+    net_->run(now);
+  }
+  size_t in_flight() const override { return net_->in_flight(); }
+  void reset(Nanos start) override {
+    last_ = start;
+    net_->reset(start);
+  }
+  Nanos last() const { return last_; }
+
+ private:
+  std::shared_ptr<fabric::SwitchedNetwork> net_;
+  Nanos last_{0};
+};
+
 class Run {
  public:
   Run(const LoadedScenario& sc, SimResult& out) : sc_(sc), out_(out), rec_(out.ladder) {}
   bool setup(const SimOptions& opt, std::string* error);
   bool steps(std::string* error);
-  void finish() { rec_.finish(bed_->idle()); }
+  void finish();
   ~Run() {
     bed_.reset();  // the devices first: they report to the taps and sinks below
     if (pcap_) (void)pcap_->close();
@@ -65,13 +96,13 @@ class Run {
   };
 
   Nanos now() const { return bed_->now(); }
-  void note(int lane, std::string text) {
+  void note(int lane, std::string text, std::optional<uint32_t> qpn = std::nullopt) {
     if (replace_) {  // a verb's note, now its refusal: same place in the ladder
       out_.ladder.entries[*replace_].text = std::move(text);
       replace_.reset();
       return;
     }
-    out_.ladder.note(now(), lane, std::move(text));
+    out_.ladder.note(now(), lane, std::move(text), qpn);
   }
   // The counters of every node (those not zero), for the step-through page.
   std::string counters_text() const {
@@ -86,18 +117,20 @@ class Run {
     return t;
   }
   // An expectation: noted on the ladder, and a failure when it does not hold.
-  void expect(size_t step, int lane, bool ok, const std::string& what, const std::string& got) {
+  void expect(size_t step, int lane, bool ok, const std::string& what, const std::string& got,
+              std::optional<uint32_t> qpn = std::nullopt) {
     ++out_.expectations;
     if (ok) {
-      note(lane, "✓ " + what);
+      note(lane, "✓ " + what, qpn);
       return;
     }
-    note(lane, "✗ expected " + what + ", got " + got);
+    note(lane, "✗ expected " + what + ", got " + got, qpn);
     out_.failures.push_back(sc_.where(step) + ": expected " + what + ", got " + got);
   }
   // A verb's result against the step's expect_error.
   void verb_result(size_t step, int lane, const std::string& verb, std::error_code ec,
-                   const std::string& expect_error, const std::string& reason = {});
+                   const std::string& expect_error, const std::string& reason = {},
+                   std::optional<uint32_t> qpn = std::nullopt);
 
   bool connect(size_t i, const scenario::Connect& c);
   void modify(size_t i, const scenario::ModifyQp& m);
@@ -108,7 +141,16 @@ class Run {
   void advance(Nanos d);
   void expect_mem(size_t i, const scenario::ExpectMem& m);
   void expect_counter(size_t i, const scenario::ExpectCounter& c);
+  void expect_port(size_t i, const scenario::ExpectPort& p);
+  void fabric_report();
+  void filter_ladder();
   std::vector<Sge> sges(const google::protobuf::RepeatedPtrField<scenario::Sge>& in, uint32_t* total);
+  // Whether the scenario's ladder draws QP qp of node `node` (scenario.proto, Ladder).
+  bool drawn(int node, const std::string& qp) const {
+    const auto& l = sc_.s.ladder();
+    auto has = [](const auto& list, const std::string& x) { return std::find(list.begin(), list.end(), x) != list.end(); };
+    return (l.node_size() == 0 || has(l.node(), sc_.s.node(node).name())) && (l.qp_size() == 0 || has(l.qp(), qp));
+  }
   int node_index(const std::string& name) const {
     for (size_t k = 0; k < bed_->nodes().size(); ++k)
       if (bed_->nodes()[k].name == name) return static_cast<int>(k);
@@ -134,7 +176,13 @@ class Run {
   std::map<std::string, std::unique_ptr<MrObj>> mrs_;
   std::map<std::string, QpObj> qps_;
   std::map<std::string, int> cq_node_, srq_node_;
+  std::map<std::string, std::string> peer_;  // QP name -> the QP it was connected to
   std::optional<size_t> replace_;  // note() rewrites this entry instead of adding one
+  // With a topology: the network, and what the flows carried.
+  std::optional<ScenarioTopology> topo_;
+  std::shared_ptr<fabric::SwitchedNetwork> net_;
+  std::shared_ptr<WatchedNetwork> watch_;
+  std::unique_ptr<FlowMeter> meter_;
 };
 
 bool Run::setup(const SimOptions& opt, std::string* error) {
@@ -142,6 +190,23 @@ bool Run::setup(const SimOptions& opt, std::string* error) {
   SimFabricConfig fc;
   fc.latency = Nanos(s.fabric().latency_ns() ? s.fabric().latency_ns() : 1000);
   fc.link_bits_per_sec = s.fabric().link_bits_per_sec();
+  TopologyError terr;
+  topo_ = scenario_topology(s, &terr);
+  if (!terr.message.empty()) {  // not reached: the checker built it first
+    *error = sc_.path + ": " + terr.message;
+    return false;
+  }
+  if (topo_) {
+    std::string why;
+    net_ = std::make_shared<fabric::SwitchedNetwork>(topo_->topo, topo_->sample_interval, &why);
+    if (!why.empty()) {
+      *error = sc_.path + ": " + why;
+      return false;
+    }
+    watch_ = std::make_shared<WatchedNetwork>(net_);
+    fc.network = watch_;
+    meter_ = std::make_unique<FlowMeter>(topo_->sample_interval);
+  }
   bed_ = std::make_unique<Testbed>(Net::kSim, fc);
   if (!opt.pcap_path.empty()) {
     auto w = capture::PcapWriter::open(opt.pcap_path);
@@ -161,10 +226,21 @@ bool Run::setup(const SimOptions& opt, std::string* error) {
   }
   for (int i = 0; i < s.node_size(); ++i) {
     const auto& n = s.node(i);
-    wire::IpAddr addr = wire::IpAddr::v4(10, 0, 0, static_cast<uint8_t>(i + 1));
+    wire::IpAddr addr = default_node_address(i);
     if (!n.address().empty()) addr = *wire::IpAddr::parse(n.address());
+    if (topo_) addr = topo_->node_addr[static_cast<size_t>(i)];
     DeviceConfig cfg;
     cfg.name = n.name();
+    if (!n.cc().empty()) cfg.cc = *cc::parse_algorithm(n.cc(), nullptr);
+    if (n.dcqcn_params() == "paper") {
+      cfg.dcqcn = cc::kDcqcnPaperDefaults;
+      cfg.min_time_between_cnps = cc::kMinTimeBetweenCnpsPaper;
+    }
+    // DCQCN starts at, and never exceeds, the rate of the node's own link.
+    if (topo_)
+      cfg.line_rate_bps = topo_->node_line_rate[static_cast<size_t>(i)];
+    else if (s.fabric().link_bits_per_sec())
+      cfg.line_rate_bps = s.fabric().link_bits_per_sec();
     Mtu mtu = Mtu::k1024;
     if (n.mtu()) mtu_from_bytes(n.mtu(), &mtu);
     cfg.active_mtu = mtu;
@@ -188,6 +264,7 @@ bool Run::setup(const SimOptions& opt, std::string* error) {
       pcap_taps_.push_back(std::make_unique<PcapTap>(*pcap_, PcapTap::Dirs::kTx));
       fwd = pcap_taps_.back().get();
     }
+    if (meter_) fwd = meter_->tap(idx, addr, fwd);
     dev.set_tap(rec_.tap(idx, fwd));
     dev.set_event_sink(rec_.sink(idx, log_ ? log_->sink_for(n.name()) : nullptr));
     Pd* pd = *dev.alloc_pd();
@@ -250,22 +327,27 @@ bool Run::setup(const SimOptions& opt, std::string* error) {
         return false;
       }
       qps_[q.name()] = {*qp, idx};
-      rec_.add_qp_view(idx, (*qp)->qp_num(), q.name(), q.send_cq(), q.recv_cq().empty() ? q.send_cq() : q.recv_cq());
+      // The page follows only the QPs the ladder draws (a snapshot holds
+      // every followed QP, and one is taken per packet of each).
+      if (drawn(i, q.name()))
+        rec_.add_qp_view(idx, (*qp)->qp_num(), q.name(), q.send_cq(), q.recv_cq().empty() ? q.send_cq() : q.recv_cq());
+      else
+        rec_.name_qp(idx, (*qp)->qp_num(), q.name());
       char buf[96];
       std::snprintf(buf, sizeof buf, "%s: %s QP, qpn 0x%06x", q.name().c_str(),
                     std::string(to_string(ia.qp_type)).c_str(), (*qp)->qp_num());
-      note(idx, buf);
+      note(idx, buf, (*qp)->qp_num());
     }
   }
   return true;
 }
 
 void Run::verb_result(size_t step, int lane, const std::string& verb, std::error_code ec,
-                      const std::string& expect_error, const std::string& reason) {
+                      const std::string& expect_error, const std::string& reason, std::optional<uint32_t> qpn) {
   if (!ec) {
     if (!expect_error.empty()) {
       ++out_.expectations;
-      note(lane, "✗ " + verb + " succeeded; expected " + expect_error);
+      note(lane, "✗ " + verb + " succeeded; expected " + expect_error, qpn);
       out_.failures.push_back(sc_.where(step) + ": expected " + verb + " to fail with " + expect_error +
                               ", got success");
     }
@@ -275,7 +357,7 @@ void Run::verb_result(size_t step, int lane, const std::string& verb, std::error
   std::string text = "✋ " + verb + " refused: " + (name ? name : errno_text(ec.value()));
   if (!reason.empty()) text += "; " + reason;
   if (expect_error.empty()) {
-    note(lane, text);
+    note(lane, text, qpn);
     out_.failures.push_back(sc_.where(step) + ": " + verb + " failed: " + errno_text(ec.value()) +
                             (reason.empty() ? "" : "; " + reason));
     return;
@@ -283,10 +365,10 @@ void Run::verb_result(size_t step, int lane, const std::string& verb, std::error
   ++out_.expectations;
   const int want = *parse_errno(expect_error);
   if (want == ec.value()) {
-    note(lane, text + " ✓");
+    note(lane, text + " ✓", qpn);
     return;
   }
-  note(lane, text + " ✗ expected " + expect_error);
+  note(lane, text + " ✗ expected " + expect_error, qpn);
   out_.failures.push_back(sc_.where(step) + ": expected " + verb + " to fail with " + expect_error + ", got " +
                           errno_text(ec.value()));
 }
@@ -300,11 +382,12 @@ bool Run::connect(size_t i, const scenario::Connect& c) {
   o.min_rnr_timer = static_cast<uint8_t>(c.has_min_rnr_timer() ? c.min_rnr_timer() : 12);
   o.psn_a = c.sq_psn();
   o.psn_b = c.peer_sq_psn();
+  o.traffic_class = static_cast<uint8_t>(c.traffic_class());
   Device& da = *bed_->nodes()[static_cast<size_t>(a.node)].dev;
   std::error_code ec;
   if (c.peer().empty()) {
     if (!(ec = qp_to_init(*a.qp, o)) && !(ec = qp_to_rtr(*a.qp, {}, 0, 0, o))) ec = qp_to_rts(*a.qp, o.psn_a, o);
-    verb_result(i, a.node, "connect " + c.qp(), ec, {}, ec ? a.qp->last_refusal() : "");
+    verb_result(i, a.node, "connect " + c.qp(), ec, {}, ec ? a.qp->last_refusal() : "", a.qp->qp_num());
     return !ec;
   }
   const QpObj& b = qps_[c.peer()];
@@ -314,7 +397,11 @@ bool Run::connect(size_t i, const scenario::Connect& c) {
   Device& db = *bed_->nodes()[static_cast<size_t>(b.node)].dev;
   ec = connect_pair(da, *a.qp, db, *b.qp, o);
   verb_result(i, a.node, "connect " + c.qp() + " with " + c.peer(), ec, {},
-              ec ? a.qp->last_refusal() + " " + b.qp->last_refusal() : "");
+              ec ? a.qp->last_refusal() + " " + b.qp->last_refusal() : "", a.qp->qp_num());
+  if (!ec) {
+    peer_[c.qp()] = c.peer();
+    peer_[c.peer()] = c.qp();
+  }
   return !ec;
 }
 
@@ -332,6 +419,7 @@ void Run::modify(size_t i, const scenario::ModifyQp& m) {
     a.ah_attr.is_global = true;
     a.ah_attr.hop_limit = 64;
     a.ah_attr.port_num = kPortNum;
+    a.ah_attr.traffic_class = static_cast<uint8_t>(m.traffic_class());
   }
   a.rq_psn = m.rq_psn();
   a.sq_psn = m.sq_psn();
@@ -348,7 +436,7 @@ void Run::modify(size_t i, const scenario::ModifyQp& m) {
   for (const auto& name : m.mask()) masks += (masks.empty() ? "" : ",") + name;
   const std::string verb = "modify_qp " + m.qp() + " to " + (m.state().empty() ? "?" : m.state()) + " [" + masks + "]";
   const std::error_code ec = q.qp->modify(a, mask);
-  verb_result(i, q.node, verb, ec, m.expect_error(), ec ? q.qp->last_refusal() : "");
+  verb_result(i, q.node, verb, ec, m.expect_error(), ec ? q.qp->last_refusal() : "", q.qp->qp_num());
 }
 
 std::vector<Sge> Run::sges(const google::protobuf::RepeatedPtrField<scenario::Sge>& in, uint32_t* total) {
@@ -408,12 +496,13 @@ void Run::post_send(size_t i, const scenario::PostSend& p) {
   if (!p.dest_qp().empty()) verb += " to " + p.dest_qp();
   // Noted before posting (the packets it sends follow it); a refusal replaces the note.
   const size_t at = out_.ladder.entries.size();
-  note(q.node, p.qp() + ": " + verb);
+  note(q.node, p.qp() + ": " + verb, q.qp->qp_num());
   size_t n = 0;
   const std::error_code ec = q.qp->post_send(std::span<const SendWr>(&wr, 1), &n);
   if (ec) replace_ = at;
   if (!ec) rec_.posted(now(), q.node, q.qp->qp_num(), true, p.wr_id());
-  verb_result(i, q.node, p.qp() + ": " + verb, ec, p.expect_error(), ec ? q.qp->last_refusal() : "");
+  verb_result(i, q.node, p.qp() + ": " + verb, ec, p.expect_error(), ec ? q.qp->last_refusal() : "",
+              q.qp->qp_num());
   // The AH lives as long as the run: a UD send may still be queued.
 }
 
@@ -428,12 +517,15 @@ void Run::post_recv(size_t i, const scenario::PostRecv& p) {
   const int lane = p.qp().empty() ? srq_node_[p.srq()] : qps_[p.qp()].node;
   const std::string verb = who + ": post_recv wr " + std::to_string(p.wr_id()) + " " + std::to_string(total) + " B";
   const size_t at = out_.ladder.entries.size();
-  note(lane, verb);
+  const std::optional<uint32_t> qpn =
+      p.qp().empty() ? std::nullopt : std::optional<uint32_t>(qps_[p.qp()].qp->qp_num());
+  note(lane, verb, qpn);
   const std::error_code ec = p.qp().empty() ? srqs_[p.srq()]->post_recv(std::span<const RecvWr>(&wr, 1), &n)
                                             : qps_[p.qp()].qp->post_recv(std::span<const RecvWr>(&wr, 1), &n);
   if (ec) replace_ = at;
   if (!ec && !p.qp().empty()) rec_.posted(now(), lane, qps_[p.qp()].qp->qp_num(), false, p.wr_id());
-  verb_result(i, lane, verb, ec, p.expect_error(), ec && !p.qp().empty() ? qps_[p.qp()].qp->last_refusal() : "");
+  verb_result(i, lane, verb, ec, p.expect_error(), ec && !p.qp().empty() ? qps_[p.qp()].qp->last_refusal() : "",
+              qpn);
 }
 
 void Run::poll_cq(size_t i, const scenario::PollCq& p) {
@@ -535,7 +627,75 @@ void Run::expect_counter(size_t i, const scenario::ExpectCounter& c) {
   cs.for_each([&](std::string_view n, uint64_t x) { if (n == c.name()) v = x; });
   const std::string who = c.qp().empty() ? c.node() : c.qp();
   expect(i, node, c.at_least() ? v >= c.value() : v == c.value(),
-         who + " " + c.name() + (c.at_least() ? " >= " : " = ") + std::to_string(c.value()), std::to_string(v));
+         who + " " + c.name() + (c.at_least() ? " >= " : " = ") + std::to_string(c.value()), std::to_string(v),
+         c.qp().empty() ? std::nullopt : std::optional<uint32_t>(qps_[c.qp()].qp->qp_num()));
+}
+
+void Run::expect_port(size_t i, const scenario::ExpectPort& p) {
+  const size_t arrow = p.port().find("->");
+  const int port = net_->port_between(p.port().substr(0, arrow), p.port().substr(arrow + 2));
+  const uint64_t v = *port_counter(net_->port_stats(static_cast<uint32_t>(port)), p.name());
+  expect(i, -1, p.at_least() ? v >= p.value() : v == p.value(),
+         "port " + p.port() + " " + p.name() + (p.at_least() ? " >= " : " = ") + std::to_string(p.value()),
+         std::to_string(v));
+}
+
+void Run::fabric_report() {
+  // The series end at the sample after the network's last event, so that
+  // what every sample adds up to equals the ports' totals. An idle fabric's
+  // clock moves there (nothing is due on the way); a busy one ends now.
+  const Nanos interval = topo_->sample_interval;
+  Nanos end = (watch_->last() + interval - Nanos(1)) / interval * interval;
+  if (end == Nanos(0)) end = interval;
+  if (end > now()) {
+    if (bed_->idle())
+      bed_->fabric()->advance(end);
+    else
+      end = now();
+  }
+  FabricNames names;
+  names.shape = topo_->shape;
+  for (size_t k = 0; k < bed_->nodes().size(); ++k) {
+    const auto& n = bed_->nodes()[k];
+    names.nodes.push_back({n.name, topo_->node_host[k], n.addr, n.dev->counters()});
+  }
+  for (const auto& [name, q] : qps_) {
+    auto peer = peer_.find(name);
+    names.qps[{q.node, q.qp->qp_num()}] = {name, peer == peer_.end() ? std::string() : peer->second};
+  }
+  out_.fabric = make_fabric_report(*net_, end, *meter_, names);
+}
+
+void Run::filter_ladder() {
+  const auto& want = sc_.s.ladder();
+  LadderFilter f;
+  f.lanes.assign(bed_->nodes().size(), want.node_size() == 0 && want.qp_size() == 0);
+  for (const std::string& n : want.node()) f.lanes[static_cast<size_t>(node_index(n))] = true;
+  for (const std::string& q : want.qp()) {
+    const QpObj& o = qps_[q];
+    if (want.node_size() == 0) f.lanes[static_cast<size_t>(o.node)] = true;
+    f.qps.insert({o.node, o.qp->qp_num()});
+    f.qp_names.insert(q);
+  }
+  // The CQs of what is drawn: the QPs' own, or every CQ of a drawn node.
+  for (const auto& [name, q] : qps_) {
+    if (!f.lanes[static_cast<size_t>(q.node)] || (!f.qp_names.empty() && !f.qp_names.contains(name))) continue;
+    for (const auto& nd : sc_.s.node())
+      for (const auto& qp : nd.qp())
+        if (qp.name() == name) {
+          f.cq_names.insert(qp.send_cq());
+          f.cq_names.insert(qp.recv_cq().empty() ? qp.send_cq() : qp.recv_cq());
+        }
+  }
+  for (const auto& [name, node] : cq_node_)
+    if (f.lanes[static_cast<size_t>(node)] && f.qp_names.empty()) f.cq_names.insert(name);
+  out_.ladder = sim::filter_ladder(out_.ladder, f);
+}
+
+void Run::finish() {
+  if (net_) fabric_report();
+  rec_.finish(bed_->idle());
+  if (sc_.s.has_ladder()) filter_ladder();
 }
 
 bool Run::steps(std::string* error) {
@@ -567,11 +727,12 @@ bool Run::steps(std::string* error) {
         const QpObj& q = qps_[st.expect_qp().qp()];
         const QpState want = *parse_qp_state(st.expect_qp().state());
         expect(i, q.node, q.qp->state() == want, st.expect_qp().qp() + " in " + std::string(to_string(want)),
-               std::string(to_string(q.qp->state())));
+               std::string(to_string(q.qp->state())), q.qp->qp_num());
         break;
       }
       case K::kExpectMem: expect_mem(i, st.expect_mem()); break;
       case K::kExpectCounter: expect_counter(i, st.expect_counter()); break;
+      case K::kExpectPort: expect_port(i, st.expect_port()); break;
       case K::kNote: note(-1, st.note().text()); break;
       case K::KIND_NOT_SET: break;
     }

@@ -1,10 +1,13 @@
 // Runs a scenario (scenario.h) on the testbed (testbed.h), step by step,
 // checking its expectations, and records the ladder (ladder.h) of everything
-// that happened.
+// that happened; with a topology (topology.h) on a switched network
+// (src/fabric), whose report (fabric_report.h) it returns too.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "sim/fabric_report.h"
 #include "sim/ladder.h"
 #include "sim/scenario.h"
 
@@ -16,7 +19,8 @@ struct SimOptions {
 };
 
 struct SimResult {
-  Ladder ladder;
+  Ladder ladder;                      // as the scenario's ladder filter draws it
+  std::optional<FabricReport> fabric; // with a topology: what the network did
   size_t expectations = 0;            // checked
   std::vector<std::string> failures;  // "file:line: expected ..., got ..."
 };

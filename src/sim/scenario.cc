@@ -10,10 +10,12 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
+#include "cc/rate_control.h"
 #include "emu/transport/fault_config.h"
 #include "emu/verbs_types.h"
 #include "sim/fsm.h"
 #include "sim/names.h"
+#include "sim/topology.h"
 #include "wire/ip_udp.h"
 
 namespace rocelab::sim {
@@ -62,6 +64,8 @@ class Checker {
   bool ref(const std::string& name, const std::string& kind, int line, int* node = nullptr,
            bool optional = false);
   bool check_node(int i);
+  bool check_topology();
+  bool check_ladder();
   bool check_step(int i);
   bool check_sges(const google::protobuf::RepeatedPtrField<scenario::Sge>& sges, int node, int line);
 
@@ -69,6 +73,7 @@ class Checker {
   const pb::TextFormat::ParseInfoTree& tree_;
   std::map<std::string, std::pair<std::string, int>> objects_;  // name -> kind, node
   std::set<std::string> node_names_;
+  std::optional<ScenarioTopology> topo_;
   std::string error_;
 };
 
@@ -104,6 +109,14 @@ bool Checker::check_node(int i) {
     return fail(line, "node " + n.name() + ": mtu must be 256, 512, 1024, 2048 or 4096");
   if (auto r = emu::parse_fault_schedule(n.faults()); !r.ok())
     return fail(line, "node " + n.name() + ": faults: " + r.error);
+  if (!n.host().empty() && !ls_.s.fabric().has_topology())
+    return fail(line, "node " + n.name() + ": host names a host of the fabric's topology, and there is none");
+  if (!n.cc().empty()) {
+    std::string why;
+    if (!cc::parse_algorithm(n.cc(), &why)) return fail(line, "node " + n.name() + ": cc: " + why);
+  }
+  if (!n.dcqcn_params().empty() && n.dcqcn_params() != "mlx5" && n.dcqcn_params() != "paper")
+    return fail(line, "node " + n.name() + ": dcqcn_params is \"mlx5\" or \"paper\", not \"" + n.dcqcn_params() + "\"");
   for (int k = 0; k < n.cq_size(); ++k)
     if (!object(n.cq(k).name(), "cq", i, line_of(nt, "cq", k, nd))) return false;
   for (int k = 0; k < n.srq_size(); ++k)
@@ -138,6 +151,42 @@ bool Checker::check_node(int i) {
   return true;
 }
 
+bool Checker::check_topology() {
+  TopologyError e;
+  topo_ = scenario_topology(ls_.s, &e);
+  if (topo_ || e.message.empty()) return true;
+  const pb::Descriptor* sd = scenario::Scenario::descriptor();
+  const pb::Descriptor* fd = scenario::Fabric::descriptor();
+  const pb::Descriptor* td = scenario::Topology::descriptor();
+  const int fabric_line = line_of(&tree_, "fabric", -1, sd);
+  const pb::TextFormat::ParseInfoTree* ft = tree_.GetTreeForNested(sd->FindFieldByName("fabric"), -1);
+  const int topo_line = line_of(ft, "topology", -1, fd);
+  const pb::TextFormat::ParseInfoTree* tt = ft ? ft->GetTreeForNested(fd->FindFieldByName("topology"), -1) : nullptr;
+  auto or_topo = [&](int l) { return l > 0 ? l : topo_line; };
+  int line = topo_line;
+  switch (e.at) {
+    case TopologyError::At::kFabric: line = fabric_line; break;
+    case TopologyError::At::kTopology: break;
+    case TopologyError::At::kPreset: line = or_topo(line_of(tt, "preset", -1, td)); break;
+    case TopologyError::At::kLink: line = or_topo(line_of(tt, "link", e.index, td)); break;
+    case TopologyError::At::kEcn: line = or_topo(line_of(tt, "ecn", -1, td)); break;
+    case TopologyError::At::kPfc: line = or_topo(line_of(tt, "pfc", -1, td)); break;
+    case TopologyError::At::kNode: line = line_of(&tree_, "node", e.index, sd); break;
+  }
+  return fail(line, e.message);
+}
+
+bool Checker::check_ladder() {
+  if (!ls_.s.has_ladder()) return true;
+  const pb::Descriptor* sd = scenario::Scenario::descriptor();
+  const int line = line_of(&tree_, "ladder", -1, sd);
+  for (const std::string& n : ls_.s.ladder().node())
+    if (!node_names_.count(n)) return fail(line, "ladder: no node is named \"" + n + "\"");
+  for (const std::string& q : ls_.s.ladder().qp())
+    if (!ref(q, "qp", line)) return false;
+  return true;
+}
+
 bool Checker::check_sges(const google::protobuf::RepeatedPtrField<scenario::Sge>& sges, int node, int line) {
   for (const auto& s : sges) {
     int n = -1;
@@ -161,6 +210,7 @@ bool Checker::check_step(int i) {
       if (!ref(c.peer(), "qp", line, nullptr, true)) return false;
       emu::Mtu m;
       if (c.path_mtu() != 0 && !emu::mtu_from_bytes(c.path_mtu(), &m)) return fail(line, "path_mtu must be 256 .. 4096");
+      if (c.traffic_class() > 255) return fail(line, "traffic_class is a byte (DSCP << 2 | ECN, 0..255)");
       return true;
     }
     case K::kModifyQp: {
@@ -178,6 +228,7 @@ bool Checker::check_step(int i) {
       emu::Mtu mtu;
       if (m.path_mtu() != 0 && !emu::mtu_from_bytes(m.path_mtu(), &mtu)) return fail(line, "path_mtu must be 256 .. 4096");
       if (!m.expect_error().empty() && !parse_errno(m.expect_error())) return fail(line, "unknown errno \"" + m.expect_error() + "\"");
+      if (m.traffic_class() > 255) return fail(line, "traffic_class is a byte (DSCP << 2 | ECN, 0..255)");
       return true;
     }
     case K::kPostSend: {
@@ -238,6 +289,20 @@ bool Checker::check_step(int i) {
       if (!counter_known(c.name())) return fail(line, "unknown counter \"" + c.name() + "\"");
       return true;
     }
+    case K::kExpectPort: {
+      const auto& p = st.expect_port();
+      if (!topo_) return fail(line, "expect_port: the fabric has no topology, so no switch ports");
+      const size_t arrow = p.port().find("->");
+      bool found = false;
+      if (arrow != std::string::npos) {
+        const std::string a = p.port().substr(0, arrow), b = p.port().substr(arrow + 2);
+        for (const auto& l : topo_->topo.links) found = found || (l.a == a && l.b == b) || (l.a == b && l.b == a);
+      }
+      if (!found) return fail(line, "expect_port: no port \"" + p.port() + "\" (a port is \"from->to\", e.g. \"tor->sink\")");
+      if (!port_counter_known(p.name()))
+        return fail(line, "expect_port: unknown counter \"" + p.name() + "\" (" + port_counter_names() + ")");
+      return true;
+    }
     case K::kNote:
       return true;
   }
@@ -247,6 +312,7 @@ bool Checker::check_step(int i) {
 bool Checker::run(std::string* error) {
   bool ok = ls_.s.node_size() > 0 || fail(1, "a scenario needs at least one node");
   for (int i = 0; ok && i < ls_.s.node_size(); ++i) ok = check_node(i);
+  ok = ok && check_topology() && check_ladder();
   for (int i = 0; ok && i < ls_.s.step_size(); ++i) ok = check_step(i);
   if (!ok) *error = error_;
   return ok;
