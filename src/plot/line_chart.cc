@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <iterator>
 
+#include "plot/xml.h"
+
 namespace rocelab::plot {
 
 namespace {
@@ -12,20 +14,6 @@ namespace {
 constexpr const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                                     "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 constexpr int kLeft = 64, kTop = 30, kBottom = 44, kLegend = 190, kLegendRow = 14;
-
-std::string xml(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 std::string num(double v) {
   char b[32];
@@ -82,12 +70,12 @@ std::string render_svg(const Chart& c, const SvgOptions& o) {
   std::string s = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(o.width) + "\" height=\"" +
                   std::to_string(o.height) + "\" viewBox=\"0 0 " + std::to_string(o.width) + " " +
                   std::to_string(o.height) + "\" font-family=\"sans-serif\" font-size=\"11\"";
-  if (!o.css_class.empty()) s += " class=\"" + xml(o.css_class) + "\"";
-  if (!o.id.empty()) s += " id=\"" + xml(o.id) + "\"";
+  if (!o.css_class.empty()) s += " class=\"" + xml_escape(o.css_class) + "\"";
+  if (!o.id.empty()) s += " id=\"" + xml_escape(o.id) + "\"";
   if (o.cursor)
     s += " data-x0=\"" + num(x0) + "\" data-x1=\"" + num(x1) + "\" data-t0=\"0\" data-t1=\"" + tick_text(xmax) + "\"";
   s += ">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  s += "<text class=\"title\" x=\"" + num(x0) + "\" y=\"18\" font-size=\"13\" font-weight=\"bold\">" + xml(c.title) +
+  s += "<text class=\"title\" x=\"" + num(x0) + "\" y=\"18\" font-size=\"13\" font-weight=\"bold\">" + xml_escape(c.title) +
        "</text>\n";
   // Grid and y ticks.
   for (double v : yt) {
@@ -108,19 +96,19 @@ std::string render_svg(const Chart& c, const SvgOptions& o) {
   s += "<line class=\"axis\" x1=\"" + num(x0) + "\" y1=\"" + num(y0) + "\" x2=\"" + num(x0) + "\" y2=\"" + num(y1) +
        "\" stroke=\"#444\"/>\n";
   s += "<text class=\"xlabel\" x=\"" + num((x0 + x1) / 2) + "\" y=\"" + num(y1 + 34) + "\" text-anchor=\"middle\">" +
-       xml(c.x_label) + "</text>\n";
+       xml_escape(c.x_label) + "</text>\n";
   s += "<text class=\"ylabel\" transform=\"translate(14 " + num((y0 + y1) / 2) +
-       ") rotate(-90)\" text-anchor=\"middle\">" + xml(c.y_label) + "</text>\n";
+       ") rotate(-90)\" text-anchor=\"middle\">" + xml_escape(c.y_label) + "</text>\n";
   if (c.lines.empty()) {
     s += "<text class=\"empty\" x=\"" + num((x0 + x1) / 2) + "\" y=\"" + num((y0 + y1) / 2) +
-         "\" text-anchor=\"middle\" fill=\"#888\">" + xml(c.empty_text) + "</text>\n";
+         "\" text-anchor=\"middle\" fill=\"#888\">" + xml_escape(c.empty_text) + "</text>\n";
   }
   // The lines, then the legend.
   const size_t rows = static_cast<size_t>(std::max(1.0, (y1 - y0) / kLegendRow));
   for (size_t k = 0; k < c.lines.size(); ++k) {
     const Line& l = c.lines[k];
     const char* colour = kPalette[k % std::size(kPalette)];
-    s += "<polyline class=\"line\" data-name=\"" + xml(l.name) + "\" fill=\"none\" stroke=\"" + colour +
+    s += "<polyline class=\"line\" data-name=\"" + xml_escape(l.name) + "\" fill=\"none\" stroke=\"" + colour +
          "\" stroke-width=\"1.5\" points=\"";
     for (size_t i = 0; i < l.y.size() && i < c.x.size(); ++i) {
       if (i) s += ' ';
@@ -137,7 +125,7 @@ std::string render_svg(const Chart& c, const SvgOptions& o) {
     }
     s += "<line x1=\"" + num(lx) + "\" y1=\"" + num(ly) + "\" x2=\"" + num(lx + 16) + "\" y2=\"" + num(ly) +
          "\" stroke=\"" + colour + "\" stroke-width=\"2\"/>\n<text class=\"legend\" x=\"" + num(lx + 22) +
-         "\" y=\"" + num(ly + 4) + "\">" + xml(l.name) + "</text>\n";
+         "\" y=\"" + num(ly + 4) + "\">" + xml_escape(l.name) + "</text>\n";
   }
   if (o.cursor) {
     s += "<line class=\"cursor\" x1=\"" + num(x0) + "\" y1=\"" + num(y0) + "\" x2=\"" + num(x0) + "\" y2=\"" +

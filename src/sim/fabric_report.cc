@@ -11,6 +11,17 @@ namespace {
 
 using present::Json;
 
+// A port's counters (or the network's totals), under their JSON names.
+void add_port_stats(Json& j, const fabric::PortStats& s) {
+  j["tx_packets"] = s.tx_packets;
+  j["tx_bytes"] = s.tx_bytes;
+  j["ecn_marked"] = s.ecn_marked;
+  j["dropped"] = s.dropped;
+  j["max_queue_bytes"] = s.max_queue_bytes;
+  j["pauses_received"] = s.pauses_received;
+  j["paused_ns"] = s.paused.count();
+}
+
 std::string us_text(uint64_t ns) {
   char b[32];
   std::snprintf(b, sizeof b, "%.3f", static_cast<double>(ns) / 1000.0);
@@ -235,17 +246,9 @@ FabricReport make_fabric_report(fabric::SwitchedNetwork& net, Nanos end, const F
 std::vector<present::Json> fabric_json(const FabricReport& r) {
   std::vector<Json> out;
   for (const auto& p : r.ports) {
-    out.push_back({{"type", "port"},
-                   {"port", p.name},
-                   {"from", p.from},
-                   {"to", p.to},
-                   {"tx_packets", p.stats.tx_packets},
-                   {"tx_bytes", p.stats.tx_bytes},
-                   {"ecn_marked", p.stats.ecn_marked},
-                   {"dropped", p.stats.dropped},
-                   {"max_queue_bytes", p.stats.max_queue_bytes},
-                   {"pauses_received", p.stats.pauses_received},
-                   {"paused_ns", p.stats.paused.count()}});
+    Json port = {{"type", "port"}, {"port", p.name}, {"from", p.from}, {"to", p.to}};
+    add_port_stats(port, p.stats);
+    out.push_back(std::move(port));
   }
   for (const auto& f : r.flows) {
     out.push_back({{"type", "flow"},
@@ -273,17 +276,9 @@ std::vector<present::Json> fabric_json(const FabricReport& r) {
                    {"cnps_received", h.cnps_received},
                    {"counters", std::move(counters)}});
   }
-  out.push_back({{"type", "network"},
-                 {"shape", r.shape},
-                 {"switches", r.switches},
-                 {"ports", r.ports.size()},
-                 {"tx_packets", r.totals.tx_packets},
-                 {"tx_bytes", r.totals.tx_bytes},
-                 {"ecn_marked", r.totals.ecn_marked},
-                 {"dropped", r.totals.dropped},
-                 {"max_queue_bytes", r.totals.max_queue_bytes},
-                 {"pauses_received", r.totals.pauses_received},
-                 {"paused_ns", r.totals.paused.count()}});
+  Json network = {{"type", "network"}, {"shape", r.shape}, {"switches", r.switches}, {"ports", r.ports.size()}};
+  add_port_stats(network, r.totals);
+  out.push_back(std::move(network));
   Json t = Json::array(), ports = Json::array(), flows = Json::array(), hosts = Json::array();
   for (Nanos x : r.t) t.push_back(x.count());
   for (const auto& p : r.ports)

@@ -4,12 +4,15 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "plot/xml.h"
 #include "present/fields.h"
 #include "present/headers.h"
 #include "wire/aeth.h"
 #include "wire/packet.h"
 
 namespace rocelab::sim {
+
+using plot::xml_escape;
 
 namespace {
 
@@ -44,20 +47,6 @@ std::string time_text(Nanos t) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%12.3f", static_cast<double>(t.count()) / 1000.0);
   return buf;
-}
-
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
 }
 
 constexpr size_t kTimeCols = 13;  // "%12.3f" and a space
