@@ -180,7 +180,11 @@ for lab in sorted(f for f in os.listdir(labs) if f.endswith(".textproto")):
     probe = subprocess.run([rocelab, "replay", pcap], capture_output=True, text=True)
     picks = [[]]
     if probe.returncode == 2 and "several connections" in probe.stderr:
-        picks = [l.split()[0:2] for l in (x.strip() for x in probe.stderr.splitlines()) if l.startswith("--qp ")]
+        # A listed selector is "--qp N", or "--qp N --from ADDR" where QPs of
+        # several senders share a number.
+        picks = []
+        for f in (x.split() for x in probe.stderr.splitlines() if x.strip().startswith("--qp ")):
+            picks.append(f[0:4] if len(f) >= 4 and f[2] == "--from" else f[0:2])
     kinds = set()
     for pick in picks:
         rc, diffs, res, err = replay(pcap, pick)
