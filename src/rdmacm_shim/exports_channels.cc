@@ -14,6 +14,7 @@
 #include <iterator>
 #include <mutex>
 #include <new>
+#include <thread>
 
 #include "rdmacm_shim/real_rdmacm.h"
 #include "verbs_shim/convert.h"
@@ -106,6 +107,7 @@ Channel* new_channel() noexcept {
 
 int free_channel(Channel* c) noexcept {
   if (std::error_code ec = the_cm().destroy_channel(c->h)) return fail(ec.value());
+  c->destroyer = std::this_thread::get_id();
   c->destroyed = true;
   if (c->waiters.load() == 0) close(c->ch.fd);
   State::get().bury(c);
@@ -115,7 +117,10 @@ int free_channel(Channel* c) noexcept {
 int get_event(rdma_event_channel* channel, rdma_cm_event** event) noexcept {
   if (!channel || !event) return fail(EINVAL);
   Channel* c = chan_of(channel);
-  if (c->destroyed) return fail(EBADF);  // as read() on the closed fd
+  if (c->destroyed) {
+    if (c->destroyer == std::this_thread::get_id()) return fail(EBADF);  // as read() on the closed fd
+    wait_forever();
+  }
   Waiting waiting(c);
   for (;;) {
     cm::Event e;

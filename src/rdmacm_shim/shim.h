@@ -12,6 +12,7 @@
 #include <memory>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "cm/rdma_cm.h"
@@ -35,7 +36,12 @@ struct Channel {
   // stays allocated (and its fd open, so the number is not reused under the
   // waiter), and the waiter waits for ever, as a thread blocked in read() on
   // librdmacm's fd does when another thread closes it (rping's cm_thread).
+  // A thread other than the destroyer that comes back to the channel just
+  // after it was destroyed waits for ever too: in librdmacm that is a read of
+  // freed memory whose outcome depends on which thread got there first, and a
+  // program's event-loop thread is almost always back in read() by then.
   std::atomic<int> waiters{0};
+  std::thread::id destroyer;  // written before destroyed is set
   std::atomic<bool> destroyed{false};
 };
 

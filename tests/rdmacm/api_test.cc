@@ -12,7 +12,9 @@
 #include <rdma/rsocket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +23,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -217,6 +220,28 @@ TEST_F(RdmaCm, NonBlockingChannel) {
   EXPECT_EQ(std::memcmp(id->route.addr.addr.ibaddr.dgid.raw, mapped, 16), 0);
   EXPECT_EQ(std::memcmp(id->route.addr.addr.ibaddr.sgid.raw, mapped, 16), 0);
   EXPECT_EQ(rdma_destroy_id(id), 0);
+}
+
+// A destroyed channel: the thread that destroyed it gets EBADF, as read() on
+// the closed fd; another thread whose event loop comes back to it just after
+// (rping's cm_thread, racing main's rdma_destroy_event_channel) stays blocked,
+// as it would had it been back in read() first, instead of failing the program.
+TEST_F(RdmaCm, DestroyedChannelBlocksOtherThreadsAndFailsItsDestroyer) {
+  rdma_event_channel* ch = ch_;
+  ch_ = nullptr;
+  rdma_destroy_event_channel(ch);
+  rdma_cm_event* e = nullptr;
+  errno = 0;
+  EXPECT_EQ(rdma_get_cm_event(ch, &e), -1);
+  EXPECT_EQ(errno, EBADF);
+  static std::atomic<bool> returned{false};
+  std::thread([ch] {
+    rdma_cm_event* ev = nullptr;
+    (void)rdma_get_cm_event(ch, &ev);
+    returned = true;
+  }).detach();  // blocked until the process ends
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(returned.load()) << "rdma_get_cm_event returned on a channel another thread destroyed";
 }
 
 // A process connecting to its own listener: REQ/REP/RTU to itself, private
