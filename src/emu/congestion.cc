@@ -11,6 +11,7 @@
 // same timer runs the algorithm's own timers (rate increase, alpha update).
 // Responses (ACKs, READ responses, atomic ACKs) are not paced.
 #include <algorithm>
+#include <limits>
 
 #include "emu/engine.h"
 #include "emu/roles.h"
@@ -73,7 +74,8 @@ void cc_init(QpImpl& qp) {
   c.rate = cc::make_rate_control(e.cfg.cc, e.cfg.dcqcn, e.cfg.line_rate_bps, &error);
   if (!c.rate) return;  // not reached: Device::create checked the configuration
   c.np = cc::NotificationPoint(e.cfg.min_time_between_cnps);
-  c.last_ps = c.next_send_ps = 0;
+  // Idle since long before now: its first packet may start a full burst.
+  c.last_ps = c.next_send_ps = std::numeric_limits<int64_t>::min() / 4;
   c.last_bytes = 0;
   c.held = false;
   if (c.timer) {
@@ -109,7 +111,8 @@ void cc_sent(QpImpl& qp) {
   const Nanos now = e.transport->now();
   c.rate->on_sent(now, wire_bytes);
   // A QP that was idle counts from now, less the burst it may send at once.
-  const int64_t burst_ps = wire_ps(e.cfg.pacing_burst_bytes, c.rate->rate_bps());
+  const int64_t burst_ps = std::max<int64_t>(wire_ps(e.cfg.pacing_burst_bytes, c.rate->rate_bps()),
+                                             e.cfg.pacing_burst_time.count() * 1000);
   c.last_ps = std::max(c.next_send_ps, now_ps(e) - burst_ps);
   c.last_bytes = wire_bytes;
   repace(qp);

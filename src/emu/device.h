@@ -58,11 +58,13 @@ struct DeviceConfig {
   // The port's line rate: where DCQCN starts and what it never exceeds. On the
   // simulated fabric, the rate of the host's link.
   uint64_t line_rate_bps = 100'000'000'000;
-  // Pacing: how far ahead of its rate a QP may get, in bytes on the wire (a
-  // burst). 0 paces packet by packet (the simulated fabric, whose timers are
-  // exact); on real sockets a burst of a few packets keeps the timer rate
-  // below the scheduler's resolution.
+  // Pacing: how far ahead of its rate a QP may get (a burst): the bytes on
+  // the wire, or if longer, the time at the QP's current rate. 0 and 0 pace
+  // packet by packet (the simulated fabric, whose timers are exact); on real
+  // sockets a burst keeps the timer rate below the scheduler's resolution and
+  // lets a QP whose timer woke late catch up.
   uint32_t pacing_burst_bytes = 0;
+  std::chrono::nanoseconds pacing_burst_time{0};
   PacketTap* tap = nullptr;     // not owned; may be set later with set_tap
   EventSink* events = nullptr;  // not owned; may be set later with set_event_sink
 };

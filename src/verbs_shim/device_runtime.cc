@@ -69,10 +69,12 @@ wire::Result<emu::Device*> DeviceRuntime::acquire(const DeviceConfig& dev,
   dc.cc = cfg.cc;
   dc.line_rate_bps = cfg.line_rate_bps;
   if (cfg.cnp_interval_us) dc.min_time_between_cnps = std::chrono::microseconds(*cfg.cnp_interval_us);
-  // Real sockets: the helper's timers wake tens of microseconds late on a busy
-  // machine, so a QP may run up to 8 KiB ahead of its rate and catch up (more
-  // lets its bursts overflow a shallow bottleneck: tests/shim/cc_ecn_wire.sh).
+  // Real sockets: the helper's timers wake tens to hundreds of microseconds
+  // late on a busy machine, so a QP may run up to 8 KiB or 200 us at its rate
+  // ahead and catch up (more bytes let its bursts overflow a shallow
+  // bottleneck: tests/shim/cc_ecn_wire.sh).
   dc.pacing_burst_bytes = 8 * 1024;
+  dc.pacing_burst_time = std::chrono::microseconds(200);
   dc.warn = [](const std::string& line) { std::fprintf(stderr, "rocelab: %s\n", line.c_str()); };
   dc.tap = taps_->pcap.get();
   dc.events = taps_->events;

@@ -65,6 +65,28 @@ TEST(DcqcnOverFabric, ThePacerHoldsAQpToItsRate) {
   EXPECT_EQ(r.senders.rp_cnp_handled, 0u);
 }
 
+TEST(DcqcnOverFabric, ABurstInTimeLetsAnIdleQpRunAheadOfItsRateByThatTime) {
+  // As above, with a burst of 100 us: the idle QP's first 100 us of bytes at
+  // 1 Gb/s leave at once (at the link's 10 Gb/s), and from then on it keeps
+  // to its rate 100 us ahead of the schedule without the burst, so it
+  // finishes 100 us earlier; the same burst in bytes (12,500 bytes at 1 Gb/s)
+  // finishes as early.
+  IncastOptions o;
+  o.topology = incast_star(1, k10G, Nanos(1000));
+  o.senders = 1;
+  o.sender_device = dcqcn(k1G);
+  const IncastResult paced = run_incast(o);
+  o.sender_device.pacing_burst_time = std::chrono::microseconds(100);
+  const IncastResult in_time = run_incast(o);
+  o.sender_device.pacing_burst_time = {};
+  o.sender_device.pacing_burst_bytes = 12'500;
+  const IncastResult in_bytes = run_incast(o);
+  ASSERT_TRUE(paced.all_done && in_time.all_done && in_bytes.all_done);
+  const double early_ns = double((paced.finish - in_time.finish).count());
+  EXPECT_NEAR(early_ns, 100'000, 1106 * 8);  // within a packet at 1 Gb/s
+  EXPECT_NEAR(double(in_time.finish.count()), double(in_bytes.finish.count()), 1106 * 8);  // a packet at 1 Gb/s
+}
+
 TEST(DcqcnOverFabric, ASlowlyPacedQpDoesNotTimeOutBetweenItsAckRequests) {
   // At 100 Mb/s a 64 KiB WRITE (64 packets, one AckReq on the last) takes
   // 5.7 ms, the retransmission timeout is 1 ms: the timer must run from the
