@@ -100,6 +100,7 @@ Device::Engine::Engine(std::unique_ptr<Transport> t, DeviceConfig c)
   on_recv = [this](const Datagram& d) { receive(d); };
   next_qpn = first_qpn();
   ack_list.reserve(1024);
+  if (cfg.ack_hold.count() > 0) ack_timer = transport->make_timer([this] { flush_acks(); });
   fill_attrs(*this);
 }
 
@@ -126,8 +127,7 @@ void Device::Engine::helper_loop() {
 size_t Device::Engine::progress_locked() {
   const size_t n = transport->poll(on_recv, 64);
   if (!starved.empty()) req_kick_starved(*this);
-  for (QpImpl* qp : ack_list) resp_flush_ack(*qp);
-  ack_list.clear();
+  flush_acks();
   tx_flush();
   if (n > 0) records_flush();  // what was received (tx_flush did the sent)
   std::array<wire::IpAddr, 4> gone;
@@ -138,6 +138,29 @@ size_t Device::Engine::progress_locked() {
     }
   if (gsi) tx_flush();  // what the GSI client sent on hearing of them
   return n;
+}
+
+void Device::Engine::flush_acks() {
+  if (ack_list.empty()) return;
+  const Nanos now = ack_timer ? transport->now() : Nanos(0);  // ack_due is 0 unless held
+  Nanos next = Nanos::max();
+  size_t kept = 0;
+  for (QpImpl* qp : ack_list) {
+    if (qp->resp.ack_pending && qp->resp.ack_due > now) {
+      ack_list[kept++] = qp;
+      next = std::min(next, qp->resp.ack_due);
+      continue;
+    }
+    resp_flush_ack(*qp);  // nothing when it left with its QP's requests
+    qp->resp.ack_listed = false;
+  }
+  ack_list.resize(kept);
+  if (!ack_timer) return;
+  if (next != Nanos::max()) {
+    ack_timer->arm_at(next);
+  } else if (ack_timer->armed()) {
+    ack_timer->cancel();
+  }
 }
 
 void Device::Engine::log(EngineEvent e) {

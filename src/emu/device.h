@@ -65,6 +65,16 @@ struct DeviceConfig {
   // lets a QP whose timer woke late catch up.
   uint32_t pacing_burst_bytes = 0;
   std::chrono::nanoseconds pacing_burst_time{0};
+  // Holding an ACK for the reply. A responder's coalesced ACK, on a QP that
+  // posted a send request within the last kRecentPost, waits up to ack_hold
+  // for that QP's next post_send and then leaves right after the requests it
+  // builds, in the same batch. In a ping-pong (ib_write_lat, ib_send_lat)
+  // the peer then receives the ACK together with the reply, in its own
+  // poll_cq, and nobody has to wake a helper thread to receive the reply.
+  // An ACK nobody posts after leaves when its time is up. 0 (the default):
+  // every ACK leaves at the end of the receive batch that asked for it.
+  std::chrono::nanoseconds ack_hold{0};
+  static constexpr std::chrono::nanoseconds kRecentPost = std::chrono::milliseconds(1);
   PacketTap* tap = nullptr;     // not owned; may be set later with set_tap
   EventSink* events = nullptr;  // not owned; may be set later with set_event_sink
 };

@@ -88,6 +88,10 @@ class Device::Engine {
 
   TxQueue tx;
   std::vector<QpImpl*> ack_list;  // QPs with a deferred ACK (reserved capacity)
+  std::unique_ptr<Timer> ack_timer;  // the earliest held ACK's due time (ack_hold > 0)
+  // Sends the deferred ACKs, but for those held for their QP's reply and not
+  // yet due, for which the ACK timer is armed.
+  void flush_acks();
   // RC PSNs sent and not yet acknowledged, over all QPs, and the QPs waiting
   // for some of that budget to come back before they send new packets
   // (requester.cc, "The device's in-flight budget").

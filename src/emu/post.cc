@@ -136,6 +136,9 @@ std::error_code Qp::post_send(std::span<const SendWr> wrs, size_t* n_posted) {
     } else {
       req_run(qp);
     }
+    if (n > 0) qp.last_post = e.transport->now();
+    // An ACK held for this reply leaves right after it, in the same batch.
+    if (qp.resp.ack_pending && qp.resp.ack_due.count() > 0) resp_flush_ack(qp);
   }
   e.tx_flush();
   if (n_posted) *n_posted = n;

@@ -142,6 +142,10 @@ std::error_code Device::destroy_qp(Qp* qpp) {
   // uverbs: a QP still attached to a multicast group cannot be destroyed.
   if (qp->mcast_groups != 0) return errc(EBUSY);
   if (qp->type_ == QpType::kXrcTgt && --qp->handles > 0) return {};
+  // An ACK held for a reply that will not come leaves now: the program has
+  // its completion, and the peer must have its ACK.
+  resp_flush_ack(*qp);
+  e.tx_flush();
   // Type 2 windows bound to it go back to free (rxe drops them with the QP).
   for (auto& w : e.mws)
     if (w->qp == qp) invalidate_rkey(*qp, w->key);

@@ -121,9 +121,12 @@ struct Responder {
   uint64_t va = 0;
   uint32_t resid = 0;    // bytes still expected (RETH DMA length minus received)
   uint32_t write_len = 0;
-  // ACK coalescing: one ACK per QP per receive batch
+  // ACK coalescing: one ACK per QP per receive batch, or held until ack_due
+  // for the QP's next post_send (DeviceConfig::ack_hold)
   bool ack_pending = false;
+  bool ack_listed = false;  // in Engine::ack_list
   Psn ack_psn;
+  Nanos ack_due{0};
   std::vector<RdAtomicRes> res;  // max(1, max_dest_rd_atomic) entries
   size_t res_next = 0;
 };
@@ -148,6 +151,7 @@ class QpImpl final : public Qp {
   wire::IpAddr dst;      // from attr.ah_attr (RC/UC)
   uint16_t sport = 0xC000;  // UDP source port, 0xC000..0xFFFF
   bool sq_drained_notify = false;
+  Nanos last_post{Nanos::min()};  // the last post_send that took work requests
   Counters ctr;
   std::string refusal;   // why the last refused verb was refused (Qp::last_refusal)
 

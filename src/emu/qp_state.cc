@@ -343,6 +343,9 @@ std::error_code Qp::modify(const QpAttr& a, uint32_t mask) {
   if (mask & kPathMigState) s.path_mig_state = a.path_mig_state;
   if (mask & kDestQpn) s.dest_qp_num = a.dest_qp_num & wire::kMask24;
   if (mask & kRateLimit) s.rate_limit = a.rate_limit;
+  // An ACK held for the QP's reply leaves before the QP changes (a program
+  // that has its completion may move the QP to RESET or ERR at once).
+  if (next != cur) resp_flush_ack(qp);
   if (next != cur || next == QpState::kReset) enter(qp, cur, next);
   e.tx_flush();
   return {};

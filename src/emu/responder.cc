@@ -427,8 +427,18 @@ RespState acknowledge(QpImpl& qp, Scratch& s) {
     qp.ctr.ack_deferred++;
     qp.eng->counters.ack_deferred++;
   } else {
+    Engine& e = *qp.eng;
     qp.resp.ack_pending = true;
-    qp.eng->ack_list.push_back(&qp);
+    qp.resp.ack_due = Nanos(0);
+    if (e.cfg.ack_hold.count() > 0) {
+      const Nanos now = e.transport->now();
+      if (qp.last_post != Nanos::min() && now - qp.last_post < DeviceConfig::kRecentPost)
+        qp.resp.ack_due = now + e.cfg.ack_hold;
+    }
+    if (!qp.resp.ack_listed) {
+      qp.resp.ack_listed = true;
+      e.ack_list.push_back(&qp);
+    }
   }
   qp.resp.ack_psn = s.psn;
   return RespState::kDone;

@@ -75,6 +75,9 @@ wire::Result<emu::Device*> DeviceRuntime::acquire(const DeviceConfig& dev,
   // bottleneck: tests/shim/cc_ecn_wire.sh).
   dc.pacing_burst_bytes = 8 * 1024;
   dc.pacing_burst_time = std::chrono::microseconds(200);
+  // A ping-pong's ACK rides with the reply, received by the peer's own
+  // poll_cq: no helper thread woken on the critical path (docs/performance.md).
+  dc.ack_hold = std::chrono::microseconds(20);
   dc.warn = [](const std::string& line) { std::fprintf(stderr, "rocelab: %s\n", line.c_str()); };
   dc.tap = taps_->pcap.get();
   dc.events = taps_->events;

@@ -3,6 +3,9 @@
 // packet within a long one (requester.cc kAckReqEvery), and the responder
 // answers AckReq'd packets with one ACK per QP per receive batch, a later ACK
 // covering the earlier (responder.cc acknowledge, counted as ack_deferred).
+// With DeviceConfig::ack_hold, an ACK on a QP that posted recently waits for
+// that QP's next post_send and leaves right after its requests, in the same
+// batch; or leaves when its time is up.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -20,10 +23,26 @@ struct Seen : PacketTap {
     bool ack_req;
   };
   std::vector<Pkt> tx;
-  void on_packet(Direction dir, Nanos, const Datagram& d) override {
+  // What the device sent: when, and in which transmit batch.
+  std::vector<Nanos> tx_at;
+  std::vector<size_t> tx_batch;
+  Nanos last_rx{-1};
+  size_t batches = 0;
+  void on_packet(Direction dir, Nanos at, const Datagram& d) override {
+    if (dir == Direction::kRx) last_rx = at;
     if (dir != Direction::kTx) return;
     auto p = wire::parse_roce(d.payload);
-    if (p) tx.push_back({p->hdr.bth.opcode, p->hdr.bth.psn.value(), p->hdr.bth.ack_req});
+    if (!p) return;
+    tx.push_back({p->hdr.bth.opcode, p->hdr.bth.psn.value(), p->hdr.bth.ack_req});
+    tx_at.push_back(at);
+    tx_batch.push_back(batches);
+  }
+  void on_batch_end() override { ++batches; }
+  void clear() {
+    tx.clear();
+    tx_at.clear();
+    tx_batch.clear();
+    last_rx = Nanos(-1);
   }
 };
 
@@ -67,6 +86,78 @@ TEST(AckPolicy, AckReqOnEvery64thAndTheLastPacketAndOneAckPerBatch) {
   ASSERT_GE(acks, 1u);
   EXPECT_EQ(acks + b.dev->counters().ack_deferred, with_ack_req.size());
   EXPECT_EQ(sb.tx.back().psn, sa.tx.back().psn);
+}
+
+// Two connected RC QPs on devices that hold ACKs for 20 us, each with an
+// 8-byte buffer the other may write.
+struct HoldPair {
+  static constexpr Nanos kHold = std::chrono::microseconds(20);
+  Env env{Net::kSim};
+  Node a, b;
+  Seen sb;
+  HoldPair() {
+    env.set_ack_hold(kHold);
+    a = env.make_node(1, QpType::kRC, 8, access::kLocalWrite | access::kRemoteWrite);
+    b = env.make_node(2, QpType::kRC, 8, access::kLocalWrite | access::kRemoteWrite);
+    EXPECT_TRUE(a.qp && b.qp);
+    if (!a.qp || !b.qp) return;
+    EXPECT_FALSE(connect_pair(*a.dev, *a.qp, *b.dev, *b.qp, ConnectOptions{}));
+    b.dev->set_tap(&sb);
+  }
+  ~HoldPair() { b.dev->set_tap(nullptr); }
+  // One 8-byte WRITE from `from` into `to`'s buffer, completed.
+  void write(Node& from, Node& to, uint64_t id) {
+    Sge s{from.addr(), 8, from.mr->lkey()};
+    SendWr wr = make_wr(WrOpcode::kRdmaWrite, &s, 1, id);
+    wr.rdma = {to.addr(), to.mr->rkey()};
+    ASSERT_FALSE(post_send(from.qp, wr));
+  }
+  void wait_write(Node& n) {
+    auto wcs = env.wait_wcs(n.scq, 1, {a.dev.get(), b.dev.get()});
+    ASSERT_EQ(wcs.size(), 1u);
+    EXPECT_EQ(wcs[0].status, WcStatus::kSuccess);
+  }
+};
+
+TEST(AckPolicy, AHeldAckLeavesRightAfterTheReplyInTheSameBatch) {
+  HoldPair p;
+  p.write(p.b, p.a, 1);  // b has posted: its ACKs are held for its replies
+  p.wait_write(p.b);
+  p.sb.clear();
+  p.write(p.a, p.b, 2);
+  // Until b's device has received a's WRITE and held its ACK.
+  for (int i = 0; i < 1000 && p.sb.last_rx < Nanos(0); ++i) p.env.step({p.a.dev.get(), p.b.dev.get()});
+  ASSERT_GE(p.sb.last_rx, Nanos(0));
+  p.b.dev->progress();
+  EXPECT_TRUE(p.sb.tx.empty()) << "b acknowledged before its reply";
+  p.write(p.b, p.a, 3);  // the reply, well within the hold
+  ASSERT_EQ(p.sb.tx.size(), 2u);
+  EXPECT_EQ(p.sb.tx[0].opcode, wire::op::kRcWriteOnly);
+  EXPECT_EQ(p.sb.tx[1].opcode, wire::op::kRcAck);
+  EXPECT_EQ(p.sb.tx_batch[0], p.sb.tx_batch[1]) << "the ACK left in another batch than the reply";
+  p.wait_write(p.a);
+  p.wait_write(p.b);
+}
+
+TEST(AckPolicy, AHeldAckNobodyRepliesToLeavesWhenItsTimeIsUp) {
+  HoldPair p;
+  p.write(p.b, p.a, 1);
+  p.wait_write(p.b);
+  p.sb.clear();
+  p.write(p.a, p.b, 2);
+  p.wait_write(p.a);
+  ASSERT_EQ(p.sb.tx.size(), 1u);
+  EXPECT_EQ(p.sb.tx[0].opcode, wire::op::kRcAck);
+  EXPECT_EQ(p.sb.tx_at[0] - p.sb.last_rx, HoldPair::kHold);
+}
+
+TEST(AckPolicy, AQpThatHasNotPostedIsAcknowledgedAtOnce) {
+  HoldPair p;
+  p.write(p.a, p.b, 1);
+  p.wait_write(p.a);
+  ASSERT_EQ(p.sb.tx.size(), 1u);
+  EXPECT_EQ(p.sb.tx[0].opcode, wire::op::kRcAck);
+  EXPECT_EQ(p.sb.tx_at[0], p.sb.last_rx);
 }
 
 }  // namespace
