@@ -136,7 +136,8 @@ std::error_code Qp::post_send(std::span<const SendWr> wrs, size_t* n_posted) {
     } else {
       req_run(qp);
     }
-    if (n > 0) qp.last_post = e.transport->now();
+    // Only a device that holds ACKs reads the clock for it.
+    if (n > 0 && e.cfg.ack_hold.count() > 0) qp.last_post = e.transport->now();
     // An ACK held for this reply leaves right after it, in the same batch.
     if (qp.resp.ack_pending && qp.resp.ack_due.count() > 0) resp_flush_ack(qp);
   }
