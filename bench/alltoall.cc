@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
-#include <queue>
 #include <unordered_map>
 #include <vector>
 
@@ -51,66 +50,6 @@ double thread_cpu_s() {
   return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
 
-// The switched network as the fabric sees it, with a note of every delivery
-// (which host a datagram reaches and when: Driver::kDueDevices) and a count
-// of the datagrams inside it (each holds a copy of its payload in the
-// fabric's pool). Everything else is passed through.
-class DeliveryWatch final : public emu::SimNetwork, public emu::SimNetworkSink {
- public:
-  struct Due {
-    Nanos at;
-    uint32_t host;
-    bool operator>(const Due& o) const { return at > o.at; }
-  };
-
-  DeliveryWatch(std::shared_ptr<fabric::SwitchedNetwork> net, uint32_t hosts, bool note_due)
-      : net_(std::move(net)), note_due_(note_due) {
-    for (uint32_t i = 0; i < hosts; ++i) host_of_[fabric::preset_address(i).v4_u32()] = i;
-  }
-
-  void bind(emu::SimNetworkSink* sink) override {
-    sink_ = sink;
-    net_->bind(sink ? this : nullptr);
-  }
-  bool has_host(const wire::IpAddr& addr) const override { return net_->has_host(addr); }
-  bool send(Nanos now, const wire::IpAddr& from, const emu::SimPacket& p) override {
-    if (!net_->send(now, from, p)) return false;
-    max_in_flight_ = std::max(max_in_flight_, ++in_flight_);
-    return true;
-  }
-  Nanos next_event() const override { return net_->next_event(); }
-  void run(Nanos now) override { net_->run(now); }
-  size_t in_flight() const override { return net_->in_flight(); }
-  void reset(Nanos start) override {
-    net_->reset(start);
-    in_flight_ = 0;
-    due_ = {};
-  }
-
-  void deliver(Nanos at, const emu::SimPacket& p) override {
-    --in_flight_;
-    if (note_due_) due_.push({at, host_of_.at(p.to.v4_u32())});
-    sink_->deliver(at, p);
-  }
-  void discard(const emu::SimPacket& p) override {
-    --in_flight_;
-    sink_->discard(p);
-  }
-  std::span<const std::byte> payload(const emu::SimPacket& p) const override { return sink_->payload(p); }
-
-  // The deliveries not yet taken by the driver, earliest first.
-  std::priority_queue<Due, std::vector<Due>, std::greater<Due>>& due() { return due_; }
-  size_t max_in_flight() const { return max_in_flight_; }
-
- private:
-  std::shared_ptr<fabric::SwitchedNetwork> net_;
-  bool note_due_;
-  size_t in_flight_ = 0, max_in_flight_ = 0;
-  emu::SimNetworkSink* sink_ = nullptr;
-  std::unordered_map<uint32_t, uint32_t> host_of_;  // IPv4 address -> host index
-  std::priority_queue<Due, std::vector<Due>, std::greater<Due>> due_;
-};
-
 }  // namespace
 
 AlltoallResult run_alltoall(const AlltoallOptions& o) {
@@ -136,9 +75,8 @@ AlltoallResult run_alltoall(const AlltoallOptions& o) {
     r.error = "topology: " + err;
     return r;
   }
-  auto watch = std::make_shared<DeliveryWatch>(net, n, o.driver == Driver::kDueDevices);
   emu::SimFabricConfig cfg;
-  cfg.network = watch;
+  cfg.network = net;
   testbed::Testbed bed(testbed::Net::kSim, cfg);
 
   // Sender s's verified destinations are the hosts s + offset(k), offsets
@@ -261,46 +199,20 @@ AlltoallResult run_alltoall(const AlltoallOptions& o) {
       }
     }
   };
-  // kDueDevices: the hosts with datagrams due and not yet taken (arrived[h]
-  // counts the due ones, the port's rx_datagrams the taken ones).
-  std::vector<uint64_t> arrived(n, 0);
-  std::vector<char> is_active(n, 0);
-  std::vector<uint32_t> active;
-  Nanos last_round = Nanos::min();
-  bool last_round_idle = false;
+  // kDueDevices: the fabric lists the ports with work; the hosts were
+  // attached in host order, so the list is in the order kEveryDevice polls.
+  std::unordered_map<const emu::Transport*, uint32_t> host_of;
+  for (uint32_t s = 0; s < n; ++s) host_of[&hosts[s].dev->transport()] = s;
+  std::vector<emu::Transport*> due;
   auto step = [&] {
     ++r.rounds;
-    const Nanos now = bed.fabric()->now();
     if (o.driver == Driver::kEveryDevice) {
       for (uint32_t s = 0; s < n; ++s) poll(s);
       return;
     }
-    auto& due = watch->due();
-    while (!due.empty() && due.top().at <= now) {
-      const uint32_t h = due.top().host;
-      due.pop();
-      ++arrived[h];
-      if (!is_active[h]) {
-        is_active[h] = 1;
-        active.push_back(h);
-      }
-    }
-    // The clock stays where a round took nothing: a timer is due (or this is
-    // the first round, after the posts): every device.
-    const bool everyone = active.empty() && (r.rounds == 1 || (last_round_idle && now == last_round));
-    last_round = now;
-    last_round_idle = active.empty();
-    if (everyone) {
-      for (uint32_t s = 0; s < n; ++s) poll(s);
-      return;
-    }
-    std::sort(active.begin(), active.end());  // the order kEveryDevice polls them in
-    for (uint32_t h : active) poll(h);
-    std::erase_if(active, [&](uint32_t h) {
-      const bool more = hosts[h].dev->transport().stats().rx_datagrams < arrived[h];
-      is_active[h] = more;
-      return !more;
-    });
+    due.clear();
+    bed.fabric()->ports_with_work(&due);
+    for (const emu::Transport* t : due) poll(host_of.at(t));
   };
   const double cpu_start = thread_cpu_s();
   const bool finished =
@@ -339,7 +251,7 @@ AlltoallResult run_alltoall(const AlltoallOptions& o) {
   r.packets = r.counters.sent_pkts;
   r.delivered = bed.fabric()->stats().delivered;
   r.totals = net->totals();
-  r.max_in_flight = watch->max_in_flight();
+  r.max_in_flight = net->max_in_flight();
 
   if (!finished && r.completions < r.qps)
     r.error = std::to_string(r.completions) + " of " + std::to_string(r.qps) + " WRITEs completed within " +

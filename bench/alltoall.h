@@ -41,9 +41,9 @@ enum class Driver {
   // A round polls every device, as the loops of tests/fabric do: a round per
   // event time, so idle devices cost hosts polls per event.
   kEveryDevice,
-  // A round polls only the devices a datagram has reached and that have not
-  // taken it yet (the network's deliveries, watched), in host order, and
-  // every device when the clock stays on an event nobody took (a timer).
+  // A round polls only the devices with something to do, as the fabric lists
+  // them (SimFabric::ports_with_work: a timer due, a datagram arrived), in
+  // host order.
   kDueDevices,
 };
 

@@ -51,7 +51,8 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.seed, "ECN draws and ECMP hash")->capture_default_str();
   app.add_option("--deadline-ms", deadline_ms, "virtual time to give up after")->capture_default_str();
   app.add_option("--driver", driver,
-                 "due: each round polls the devices a datagram has reached; every: every device, every round")
+                 "due: each round polls the devices the fabric lists with work (a timer due, a datagram arrived); "
+                 "every: every device, every round")
       ->check(CLI::IsMember({"due", "every"}))
       ->capture_default_str();
   app.add_option("--cc", cc, "the devices' congestion control: none or dcqcn")->capture_default_str();

@@ -55,11 +55,12 @@ struct SwitchedNetwork::Node {
 };
 
 struct SwitchedNetwork::Packet {
-  emu::SimPacket sp;
   uint32_t next = kNone;
   uint32_t dst_host = 0;
   uint32_t in_port = kNone;  // the port it came over into the switch holding it
   uint32_t frame = 0;        // bytes on the wire
+  uint32_t len = 0;          // UDP payload bytes (datagrams_[i].len)
+  uint8_t tclass = 0;        // datagrams_[i].ip.tclass as the switches mark it
   bool live = false;
 };
 
@@ -71,7 +72,11 @@ struct SwitchedNetwork::Event {
 };
 
 namespace {
-bool later(const auto& x, const auto& y) { return x.t != y.t ? x.t > y.t : x.seq > y.seq; }
+// The event heap's order, earliest (then first scheduled) on top; an object
+// rather than a function so that the heap's sifts inline it.
+struct Later {
+  bool operator()(const auto& x, const auto& y) const { return x.t != y.t ? x.t > y.t : x.seq > y.seq; }
+};
 }  // namespace
 
 size_t SwitchedNetwork::FlowKeyHash::operator()(const FlowKey& k) const {
@@ -201,15 +206,18 @@ uint32_t SwitchedNetwork::new_packet(const emu::SimPacket& p, uint32_t dst_host)
   } else {
     i = static_cast<uint32_t>(packets_.size());
     packets_.emplace_back();
+    datagrams_.emplace_back();
   }
+  datagrams_[i] = p;
   Packet& k = packets_[i];
-  k.sp = p;
+  k.len = p.len;
+  k.tclass = p.ip.tclass;
   k.next = kNone;
   k.dst_host = dst_host;
   k.in_port = kNone;
   k.frame = p.len + static_cast<uint32_t>(wire::ip_udp_header_len(p.ip.dst.v6)) + wire::kEthernetWireOverhead;
   k.live = true;
-  ++live_packets_;
+  max_live_packets_ = std::max(max_live_packets_, ++live_packets_);
   return i;
 }
 
@@ -221,7 +229,7 @@ void SwitchedNetwork::free_packet(uint32_t pkt) {
 
 void SwitchedNetwork::schedule(Nanos t, uint8_t kind, uint32_t a) {
   events_.push_back({t, next_seq_++, a, kind});
-  std::push_heap(events_.begin(), events_.end(), later<Event, Event>);
+  std::push_heap(events_.begin(), events_.end(), Later{});
 }
 
 Nanos SwitchedNetwork::next_event() const { return events_.empty() ? Nanos::max() : events_.front().t; }
@@ -229,7 +237,7 @@ Nanos SwitchedNetwork::next_event() const { return events_.empty() ? Nanos::max(
 void SwitchedNetwork::run(Nanos now) {
   const bool sampling = series_.interval.count() != 0;
   while (!events_.empty() && events_.front().t <= now) {
-    std::pop_heap(events_.begin(), events_.end(), later<Event, Event>);
+    std::pop_heap(events_.begin(), events_.end(), Later{});
     const Event e = events_.back();
     events_.pop_back();
     if (sampling) sample_until(e.t, false);
@@ -282,7 +290,7 @@ void SwitchedNetwork::on_tx_done(uint32_t port, Nanos now) {
   Packet& k = packets_[pkt];
   p.bytes -= k.frame;
   ++p.stats.tx_packets;
-  p.stats.tx_bytes += k.sp.len;
+  p.stats.tx_bytes += k.len;
   Node& n = nodes_[p.node];
   if (n.is_switch) {
     n.buffer_used -= k.frame;
@@ -314,9 +322,9 @@ void SwitchedNetwork::on_arrive(uint32_t pkt, Nanos now) {
     drop(pkt, out);
     return;
   }
-  const uint8_t ecn = k.sp.ip.tclass & 3;
+  const uint8_t ecn = k.tclass & 3;
   if (topo_.switches.ecn.enabled && (ecn == 1 || ecn == 2) && mark(out)) {
-    k.sp.ip.tclass |= 3;  // CE
+    k.tclass |= 3;  // CE
     ++ports_[out].stats.ecn_marked;
   }
   n.buffer_used += k.frame;
@@ -348,14 +356,14 @@ void SwitchedNetwork::on_pause(uint32_t port, bool on, Nanos now) {
 }
 
 uint32_t SwitchedNetwork::pick_egress(uint32_t node, uint32_t pkt) {
-  const Packet& k = packets_[pkt];
-  const auto [first, count] = route_[node * host_node_.size() + k.dst_host];
+  const auto [first, count] = route_[node * host_node_.size() + packets_[pkt].dst_host];
   if (count == 1) return route_ports_[first];
   // ECMP on the five-tuple (the protocol is always UDP), salted per switch so
   // that the tiers do not all choose alike.
-  uint64_t h = mix(mix(topo_.seed * 0x9E3779B97F4A7C15ull, node), k.sp.ip.sport);
-  h = mix(h, k.sp.ip.dport);
-  h = hash_addr(hash_addr(h, k.sp.ip.src), k.sp.to);
+  const emu::SimPacket& d = datagrams_[pkt];
+  uint64_t h = mix(mix(topo_.seed * 0x9E3779B97F4A7C15ull, node), d.ip.sport);
+  h = mix(h, d.ip.dport);
+  h = hash_addr(hash_addr(h, d.ip.src), d.to);
   h ^= h >> 29;
   return route_ports_[first + h % count];
 }
@@ -370,9 +378,10 @@ bool SwitchedNetwork::mark(uint32_t port) {
 }
 
 void SwitchedNetwork::deliver(uint32_t pkt, Nanos now) {
-  Packet& k = packets_[pkt];
-  const auto payload = sink_->payload(k.sp);
-  const bool cnp = !payload.empty() && std::to_integer<uint8_t>(payload[0]) == wire::op::kCnp;
+  const Packet& k = packets_[pkt];
+  emu::SimPacket sp = datagrams_[pkt];
+  sp.ip.tclass = k.tclass;
+  const bool cnp = sp.opcode == wire::op::kCnp;
   if (cnp) ++cnps_;
   if (series_.interval.count() != 0) {
     if (cnp) {
@@ -384,26 +393,26 @@ void SwitchedNetwork::deliver(uint32_t pkt, Nanos now) {
       }
       ++host_acc_[host_line_[node]];
     }
-    account_flow(k);
+    account_flow(sp);
   }
-  const emu::SimPacket sp = k.sp;
   free_packet(pkt);
   sink_->deliver(now, sp);
 }
 
-void SwitchedNetwork::account_flow(const Packet& k) {
-  const FlowKey key{k.sp.ip.src, k.sp.to, k.sp.ip.sport};
+void SwitchedNetwork::account_flow(const emu::SimPacket& p) {
+  const FlowKey key{p.ip.src, p.to, p.ip.sport};
   auto [it, fresh] = flow_line_.try_emplace(key, static_cast<uint32_t>(series_.flows.size()));
   if (fresh) {
     series_.flows.push_back({key.src, key.dst, key.sport, std::vector<uint64_t>(series_.t.size())});
     flow_acc_.push_back(0);
   }
-  flow_acc_[it->second] += k.sp.len;
+  flow_acc_[it->second] += p.len;
 }
 
 void SwitchedNetwork::drop(uint32_t pkt, uint32_t at_port) {
   ++ports_[at_port].stats.dropped;
-  const emu::SimPacket sp = packets_[pkt].sp;
+  emu::SimPacket sp = datagrams_[pkt];
+  sp.ip.tclass = packets_[pkt].tclass;
   free_packet(pkt);
   sink_->discard(sp);
 }
@@ -445,6 +454,7 @@ void SwitchedNetwork::forget() {
   }
   for (Node& n : nodes_) n.buffer_used = 0;
   packets_.clear();
+  datagrams_.clear();
   free_packets_.clear();
   live_packets_ = 0;
   events_.clear();
@@ -452,9 +462,10 @@ void SwitchedNetwork::forget() {
 
 void SwitchedNetwork::reset(Nanos start) {
   for (uint32_t i = 0; i < packets_.size(); ++i) {
-    if (packets_[i].live && sink_ != nullptr) sink_->discard(packets_[i].sp);
+    if (packets_[i].live && sink_ != nullptr) sink_->discard(datagrams_[i]);
   }
   forget();
+  max_live_packets_ = 0;
   for (Port& p : ports_) p.stats = PortStats{};
   next_seq_ = 0;
   rng_ = topo_.seed;

@@ -70,6 +70,8 @@ class SwitchedNetwork final : public emu::SimNetwork {
   Nanos next_event() const override;
   void run(Nanos now) override;
   size_t in_flight() const override { return live_packets_; }
+  // The most packets that were inside at once (since it was made or reset).
+  size_t max_in_flight() const { return max_live_packets_; }
   void reset(Nanos start) override;
 
   const Topology& topology() const { return topo_; }
@@ -112,7 +114,7 @@ class SwitchedNetwork final : public emu::SimNetwork {
   bool mark(uint32_t port);
   // Takes the samples due before t (at t too when inclusive).
   void sample_until(Nanos t, bool inclusive);
-  void account_flow(const Packet& pkt);
+  void account_flow(const emu::SimPacket& p);
   void forget();
 
   Topology topo_;
@@ -126,9 +128,13 @@ class SwitchedNetwork final : public emu::SimNetwork {
   std::vector<std::pair<uint32_t, uint32_t>> route_;
   std::vector<uint32_t> route_ports_;
 
+  // Packets in two arrays by index: what every hop reads, kept small so that
+  // tens of thousands of packets in flight stay in cache, and the datagram
+  // itself, which only ECMP and the ends read.
   std::vector<Packet> packets_;
+  std::vector<emu::SimPacket> datagrams_;
   std::vector<uint32_t> free_packets_;
-  size_t live_packets_ = 0;
+  size_t live_packets_ = 0, max_live_packets_ = 0;
   std::vector<Event> events_;  // a heap, earliest on top
   uint64_t next_seq_ = 0;
   uint64_t rng_;

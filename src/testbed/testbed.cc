@@ -28,12 +28,14 @@ std::unique_ptr<emu::Transport> Testbed::make_transport(const wire::IpAddr& sim_
                                                         const NodeFaults* faults, emu::FaultInjector** injector,
                                                         std::string* error) {
   std::unique_ptr<emu::Transport> t;
+  last_port_ = nullptr;
   if (net_ == Net::kSim) {
     t = fabric_->attach(sim_addr);
     if (!t) {
       *error = "address " + sim_addr.to_string() + " is taken on the fabric";
       return nullptr;
     }
+    last_port_ = t.get();
   } else {
     auto rx = emu::allocate_loopback_address(udp_first);
     if (!rx) {
@@ -77,6 +79,7 @@ int Testbed::add_node(const std::string& name, const wire::IpAddr& sim_addr, emu
     return -1;
   }
   const wire::IpAddr addr = dev->address();
+  ports_.push_back(last_port_);
   nodes_.push_back({name, addr, std::move(dev), fi});
   return static_cast<int>(nodes_.size()) - 1;
 }
@@ -106,22 +109,25 @@ size_t Testbed::step(const std::vector<emu::Device*>& devs) {
   return 0;
 }
 
-void Testbed::settle() {
-  for (;;) {
+void Testbed::settle() { settle(true); }
+
+void Testbed::settle(bool all_first) {
+  for (bool all = all_first;; all = false) {
     size_t moved = 0;
-    for (auto& n : nodes_) moved += n.dev->progress();
+    for (size_t i = 0; i < nodes_.size(); ++i)
+      if (all || !fabric_ || fabric_->has_work(*ports_[i])) moved += nodes_[i].dev->progress();
     if (moved == 0) return;
   }
 }
 
 bool Testbed::run_until(const std::function<bool()>& done, Nanos deadline) {
-  for (;;) {
-    settle();
+  for (bool first = true;; first = false) {
+    settle(first);
     if (done()) return true;
     const Nanos next = fabric_->next_event();
     if (next == Nanos::max() || next > deadline) {
       if (deadline != Nanos::max() && deadline > fabric_->now()) fabric_->advance(deadline);
-      settle();
+      settle(false);
       return done();
     }
     fabric_->advance(next);

@@ -90,14 +90,28 @@ class Testbed {
   // time event by event until done() holds (true) or the next event lies
   // beyond deadline (false; the clock is then left at deadline unless it is
   // Nanos::max()).
+  //
+  // Their rounds go over the nodes in order and poll the first time every
+  // node, after that only a node whose port has work when its turn comes
+  // (SimFabric::has_work), which is what polling them all would do: an engine
+  // does nothing in a poll that brings it no timer, datagram or unreachable
+  // address, except after the application's own calls into it. So done()
+  // may poll, post and read; what else it does to a node (a QP destroyed,
+  // which returns the device's in-flight budget to QPs waiting for it) is
+  // taken up at that node's next event.
   void settle();
   bool idle() const { return fabric_->next_event() == Nanos::max(); }
   bool run_until(const std::function<bool()>& done, Nanos deadline);
 
  private:
+  // Until nothing moves; `all_first`: the first round polls every node.
+  void settle(bool all_first);
+
   Net net_;
   std::unique_ptr<emu::SimFabric> fabric_;
   std::vector<TestbedNode> nodes_;
+  std::vector<const emu::Transport*> ports_;  // nodes_[i]'s port on the fabric (under its faults)
+  const emu::Transport* last_port_ = nullptr;  // the port make_transport attached last
 };
 
 }  // namespace rocelab::testbed

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <utility>
 
 #include "emu/transport/timer_queue.h"
@@ -17,7 +18,10 @@ constexpr size_t kEthOverhead = wire::kEthHeaderLen + 4;  // header + FCS, for s
 // One port: the transport of one attached address.
 class SimPort final : public Transport {
  public:
-  SimPort(SimFabric& fabric, const wire::IpAddr& addr) : fabric_(fabric), addr_(addr) {}
+  SimPort(SimFabric& fabric, const wire::IpAddr& addr, uint32_t id) : fabric_(fabric), addr_(addr), id_(id) {
+    timers_.set_on_arm([this](Nanos deadline) { fabric_.events_.lower(id_, deadline); });
+    fabric_.events_.set(id_, Nanos::max());
+  }
   ~SimPort() override {
     for (const Arrival& a : arrivals_) {
       fabric_.pool_.release(a.buf);
@@ -59,6 +63,10 @@ class SimPort final : public Transport {
       SimPort* dst = fabric_.find(d.ip.dst);
       if (dst == nullptr) {
         ++fabric_.stats_.dropped_no_port;
+        if (!reporting_) {
+          reporting_ = true;
+          fabric_.reporting_.push_back(id_);
+        }
         unreachable_.add(d.ip.dst);  // what ICMP port unreachable tells a UDP sender
         continue;
       }
@@ -68,11 +76,11 @@ class SimPort final : public Transport {
   }
 
   size_t poll(const RecvHandler& handler, size_t max) override {
-    timers_.run_due(fabric_.now_);
+    const size_t fired = timers_.run_due(fabric_.now_);
     if (fabric_.cfg_.network) fabric_.cfg_.network->run(fabric_.now_);
     size_t n = 0;
     while (n < max && !arrivals_.empty() && arrivals_.front().at <= fabric_.now_) {
-      std::pop_heap(arrivals_.begin(), arrivals_.end(), later);
+      std::pop_heap(arrivals_.begin(), arrivals_.end(), Later{});
       const Arrival a = arrivals_.back();
       arrivals_.pop_back();
       Datagram d{a.ip, std::as_const(fabric_.pool_).bytes(a.buf, a.len)};
@@ -84,6 +92,9 @@ class SimPort final : public Transport {
       fabric_.pool_.release(a.buf);
     }
     if (n != 0) ++stats_.rx_batches;
+    // A poll that took nothing leaves the port's entry as it was: still a
+    // lower bound.
+    if (n != 0 || fired != 0) fabric_.events_.set(id_, next_event());
     return n;
   }
 
@@ -125,6 +136,23 @@ class SimPort final : public Transport {
     if (!arrivals_.empty()) t = std::min(t, arrivals_.front().at);
     return t;
   }
+  uint32_t id() const { return id_; }
+  // Whether a poll now would find something: a timer or datagram due, an
+  // unreachable address; corrects the port's entry on the way.
+  bool has_work() {
+    const Nanos now = fabric_.now_;
+    if (!unreachable_.empty()) return true;
+    if (fabric_.events_.key(id_) > now) return false;
+    const Nanos t = next_event();
+    fabric_.events_.set(id_, t);
+    return t <= now;
+  }
+  // Whether the port holds unreachable addresses; else it leaves
+  // SimFabric::reporting_.
+  bool still_reporting() {
+    reporting_ = !unreachable_.empty();
+    return reporting_;
+  }
   size_t pending() const { return arrivals_.size(); }
   bool timers_armed() const { return timers_.armed_count() != 0; }
   // SimFabric::reset: what is in flight to this port, its stats, its link.
@@ -135,6 +163,8 @@ class SimPort final : public Transport {
     woken_.store(false);
     stats_ = TransportStats{};
     unreachable_ = UnreachableSet{};
+    reporting_ = false;
+    fabric_.events_.set(id_, next_event());
   }
 
   struct Arrival {
@@ -145,22 +175,25 @@ class SimPort final : public Transport {
   };
   void arrive(const Arrival& a) {
     arrivals_.push_back(a);
-    std::push_heap(arrivals_.begin(), arrivals_.end(), later);
+    std::push_heap(arrivals_.begin(), arrivals_.end(), Later{});
+    fabric_.events_.lower(id_, a.at);
   }
 
  private:
-  static bool later(const Arrival& a, const Arrival& b) {
-    return a.at != b.at ? a.at > b.at : a.seq > b.seq;
-  }
+  struct Later {  // heap order, earliest on top; an object, so that the sifts inline it
+    bool operator()(const Arrival& a, const Arrival& b) const { return a.at != b.at ? a.at > b.at : a.seq > b.seq; }
+  };
 
   SimFabric& fabric_;
   wire::IpAddr addr_;
+  uint32_t id_;  // in fabric_.ports_ and fabric_.events_
   TimerQueue timers_;
   std::vector<Arrival> arrivals_;  // a heap, earliest on top
   Nanos busy_until_{0};
   std::atomic<bool> woken_{false};
   TransportStats stats_;
   UnreachableSet unreachable_;
+  bool reporting_ = false;  // listed in fabric_.reporting_
 };
 
 SimFabric::SimFabric(SimFabricConfig cfg) : cfg_(std::move(cfg)), now_(cfg_.start) {
@@ -174,7 +207,8 @@ void SimFabric::transmit(SimPort& from, SimPort& to_port, const Datagram& d, Nan
     to_port.arrive({depart + cfg_.latency, next_seq_++, buf, len, d.ip});
     return;
   }
-  const SimPacket p{buf, len, next_seq_++, to_port.local_address(), d.ip};
+  const uint8_t opcode = d.payload.empty() ? 0 : std::to_integer<uint8_t>(d.payload[0]);
+  const SimPacket p{buf, len, next_seq_++, to_port.id(), opcode, to_port.local_address(), d.ip};
   if (!cfg_.network->send(now_, from.local_address(), p)) {
     pool_.release(buf);
     ++stats_.dropped_no_route;
@@ -182,7 +216,10 @@ void SimFabric::transmit(SimPort& from, SimPort& to_port, const Datagram& d, Nan
 }
 
 void SimFabric::Sink::deliver(Nanos at, const SimPacket& p) {
-  SimPort* port = f_.find(p.to);
+  // The port it was sent to, unless that one has detached since (then
+  // whichever port is at its address now, as for a datagram sent now).
+  SimPort* port = p.port < f_.ports_.size() ? f_.ports_[p.port] : nullptr;
+  if (port == nullptr || port->local_address() != p.to) port = f_.find(p.to);
   if (port == nullptr) {
     f_.pool_.release(p.buf);
     ++f_.stats_.dropped_detached;
@@ -196,57 +233,110 @@ void SimFabric::Sink::discard(const SimPacket& p) {
   ++f_.stats_.dropped_network;
 }
 
-std::span<const std::byte> SimFabric::Sink::payload(const SimPacket& p) const {
-  return std::as_const(f_.pool_).bytes(p.buf, p.len);
-}
-
 SimFabric::~SimFabric() {
   if (cfg_.network) cfg_.network->bind(nullptr);
+}
+
+size_t SimFabric::AddrHash::operator()(const wire::IpAddr& a) const {
+  uint64_t lo, hi;
+  std::memcpy(&lo, a.b.data(), 8);
+  std::memcpy(&hi, a.b.data() + 8, 8);
+  uint64_t h = (lo ^ (hi * 0x9E3779B97F4A7C15ull) ^ uint64_t{a.v6}) * 0xBF58476D1CE4E5B9ull;
+  return static_cast<size_t>(h ^ (h >> 31));
 }
 
 std::unique_ptr<Transport> SimFabric::attach(const wire::IpAddr& addr) {
   if (find(addr) != nullptr) return nullptr;
   if (cfg_.network && !cfg_.network->has_host(addr)) return nullptr;
-  auto port = std::make_unique<SimPort>(*this, addr);
-  ports_.push_back(port.get());
+  uint32_t id;
+  if (!free_ids_.empty()) {
+    id = free_ids_.back();
+    free_ids_.pop_back();
+  } else {
+    id = static_cast<uint32_t>(ports_.size());
+    ports_.push_back(nullptr);
+  }
+  auto port = std::make_unique<SimPort>(*this, addr, id);
+  ports_[id] = port.get();
+  by_addr_.emplace(addr, id);
   return port;
 }
 
 SimPort* SimFabric::find(const wire::IpAddr& addr) const {
-  for (SimPort* p : ports_) {
-    if (p->local_address() == addr) return p;
-  }
-  return nullptr;
+  const auto it = by_addr_.find(addr);
+  return it == by_addr_.end() ? nullptr : ports_[it->second];
 }
 
 void SimFabric::detach(SimPort* port) {
-  std::erase(ports_, port);
+  const uint32_t id = port->id();
+  ports_[id] = nullptr;
+  free_ids_.push_back(id);
+  by_addr_.erase(port->local_address());
+  events_.erase(id);
+  std::erase(reporting_, id);
   std::erase_if(members_, [port](const Member& m) { return m.port == port; });
 }
 
 Nanos SimFabric::next_event() const {
-  Nanos t = cfg_.network ? cfg_.network->next_event() : Nanos::max();
-  for (SimPort* p : ports_) t = std::min(t, p->next_event());
-  return t;
+  const Nanos net = cfg_.network ? cfg_.network->next_event() : Nanos::max();
+  // The top entry is a lower bound of its port's earliest time: confirm it,
+  // or correct it and look again. Every other entry is later than the top.
+  while (!events_.empty()) {
+    const Nanos key = events_.top_key();
+    if (key >= net) return net;
+    const uint32_t id = events_.top_id();
+    const Nanos t = ports_[id]->next_event();
+    if (t == key) return key;
+    events_.set(id, t);
+  }
+  return net;
 }
 
 size_t SimFabric::in_flight() const {
   size_t n = cfg_.network ? cfg_.network->in_flight() : 0;
-  for (SimPort* p : ports_) n += p->pending();
+  for (const SimPort* p : ports_)
+    if (p != nullptr) n += p->pending();
   return n;
 }
 
-Nanos SimFabric::advance(Nanos deadline) {
-  const Nanos target = std::min(next_event(), deadline);
+void SimFabric::ports_with_work(std::vector<Transport*>* out) {
+  if (cfg_.network) cfg_.network->run(now_);
+  scratch_.clear();
+  events_.collect_until(now_, &scratch_);
+  // An entry may be early: keep the ports whose earliest time is really due.
+  std::erase_if(scratch_, [this](uint32_t id) {
+    const Nanos t = ports_[id]->next_event();
+    events_.set(id, t);
+    return t > now_;
+  });
+  std::erase_if(reporting_, [this](uint32_t id) { return !ports_[id]->still_reporting(); });
+  for (uint32_t id : reporting_)
+    if (std::find(scratch_.begin(), scratch_.end(), id) == scratch_.end()) scratch_.push_back(id);
+  std::sort(scratch_.begin(), scratch_.end());
+  for (uint32_t id : scratch_) out->push_back(ports_[id]);
+}
+
+bool SimFabric::has_work(const Transport& port) {
+  SimPort* p = find(port.local_address());
+  if (p != &port) return true;
+  if (cfg_.network) cfg_.network->run(now_);
+  return p->has_work();
+}
+
+Nanos SimFabric::advance_to(Nanos target) {
   if (target > now_) now_ = target;
   if (cfg_.network) cfg_.network->run(now_);
   return now_;
 }
 
+Nanos SimFabric::advance(Nanos deadline) { return advance_to(std::min(next_event(), deadline)); }
+
 std::error_code SimFabric::reset() {
   for (const SimPort* p : ports_)
-    if (p->timers_armed()) return std::make_error_code(std::errc::device_or_resource_busy);
-  for (SimPort* p : ports_) p->reset();
+    if (p != nullptr && p->timers_armed()) return std::make_error_code(std::errc::device_or_resource_busy);
+  for (SimPort* p : ports_)
+    if (p != nullptr) p->reset();
+  reporting_.clear();
   if (cfg_.network) cfg_.network->reset(cfg_.start);
   now_ = cfg_.start;
   next_seq_ = 0;
@@ -272,7 +362,7 @@ bool SimFabric::run_until(const std::function<bool()>& done, Nanos deadline,
     } else {
       stuck = 0;
     }
-    advance(deadline);
+    advance_to(next);
   }
 }
 

@@ -22,15 +22,24 @@
 // WHOLE fabric (every port's deliveries and timers) or the deadline, whichever
 // is first — so one loop that polls every port and then waits on any of them
 // drives all devices of a simulation. An event that is already due but not yet
-// polled holds the clock where it is.
+// polled holds the clock where it is. A loop with many ports need not poll
+// them all: ports_with_work() lists those a poll would find something for.
+//
+// The fabric keeps, in one indexed heap (event_index.h), each port's earliest
+// time: a port lowers its entry when a datagram is queued for it or one of its
+// timers is armed, and sets it exactly after each poll. An entry may be too
+// early (a timer cancelled or re-armed later), never too late, so the fabric's
+// next event is the top entry once that one is confirmed against its port.
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <system_error>
+#include <unordered_map>
 #include <vector>
 
 #include "emu/transport/datagram_pool.h"
+#include "emu/transport/event_index.h"
 #include "emu/transport/sim_network.h"
 #include "emu/transport/transport.h"
 #include "wire/ip_udp.h"
@@ -78,6 +87,20 @@ class SimFabric {
   // Datagrams sent and not yet delivered.
   size_t in_flight() const;
 
+  // Appends to *out the ports (transports this fabric attached) that have
+  // something to do at now(): a timer due, a datagram arrived, an unreachable
+  // address to report; in the order they were attached in (a detached port's
+  // place goes to the next port attached). The network first
+  // runs up to now(), as any port's poll() would run it. Polling a port that
+  // is not listed finds nothing; polling one that is may give work at this
+  // same instant to a port not listed (a datagram to itself, a link without
+  // delay), which the next call lists, the clock still standing on its event.
+  void ports_with_work(std::vector<Transport*>* out);
+  // The same for one port, asked when its turn comes in a round: polling the
+  // ports in some order, each only when this holds, does what polling them
+  // all in that order does. A transport the fabric did not attach has work.
+  bool has_work(const Transport& port);
+
   // Moves the clock forward to min(next_event(), deadline); never backwards.
   // Returns the new time.
   Nanos advance(Nanos deadline);
@@ -102,6 +125,8 @@ class SimFabric {
   friend class SimPort;
   SimPort* find(const wire::IpAddr& addr) const;
   void detach(SimPort* port);
+  // The clock to target (>= now: never backwards), the network run up to it.
+  Nanos advance_to(Nanos target);
   // Hands a copy of d, routed to `to`, to the network or straight to the port.
   void transmit(SimPort& from, SimPort& to_port, const Datagram& d, Nanos depart);
 
@@ -111,7 +136,6 @@ class SimFabric {
     explicit Sink(SimFabric& f) : f_(f) {}
     void deliver(Nanos at, const SimPacket& p) override;
     void discard(const SimPacket& p) override;
-    std::span<const std::byte> payload(const SimPacket& p) const override;
 
    private:
     SimFabric& f_;
@@ -120,7 +144,19 @@ class SimFabric {
   SimFabricConfig cfg_;
   Nanos now_;
   uint64_t next_seq_ = 0;
+  // The attached ports by id (a detached port leaves nullptr, and its id goes
+  // to the next attach), and by address.
+  struct AddrHash {
+    size_t operator()(const wire::IpAddr& a) const;
+  };
   std::vector<SimPort*> ports_;
+  std::vector<uint32_t> free_ids_;
+  std::unordered_map<wire::IpAddr, uint32_t, AddrHash> by_addr_;
+  // Each port's earliest timer or arrival, a lower bound (next_event() makes
+  // the top exact, hence mutable).
+  mutable EventIndex events_;
+  std::vector<uint32_t> reporting_;  // ports that may hold unreachable addresses
+  std::vector<uint32_t> scratch_;    // ports_with_work's candidates
   // Multicast: the ports that joined each group (joins counted, as
   // Transport::join_group says).
   struct Member {

@@ -9,7 +9,6 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <span>
 
 #include "emu/transport/transport.h"
 #include "wire/ip_udp.h"
@@ -17,13 +16,18 @@
 namespace rocelab::emu {
 
 // One datagram on its way. buf/len name the fabric's copy of the payload
-// (BTH .. ICRC); ip is what the IP and UDP headers carry and may be changed on
-// the way (a switch marks ECN in ip.tclass, which the ICRC does not cover);
-// to is the host it is routed to (ip.dst, or a member of the multicast group
-// ip.dst). seq is the order the fabric accepted it in.
+// (BTH .. ICRC) and opcode is its first byte, the BTH opcode (0 when the
+// payload is empty), so a network that counts CNPs need not read the payload;
+// ip is what the IP and UDP headers carry and may be changed on the way (a
+// switch marks ECN in ip.tclass, which the ICRC does not cover); to is the
+// host it is routed to (ip.dst, or a member of the multicast group ip.dst).
+// seq is the order the fabric accepted it in; port is the fabric's own number
+// for the port at `to`, handed back untouched.
 struct SimPacket {
   uint32_t buf = 0, len = 0;
   uint64_t seq = 0;
+  uint32_t port = 0;
+  uint8_t opcode = 0;
   wire::IpAddr to;
   wire::IpUdpInfo ip;
 };
@@ -37,8 +41,6 @@ class SimNetworkSink {
   virtual void deliver(Nanos at, const SimPacket& p) = 0;
   // p will never arrive (a full buffer, a reset); its buffer is released.
   virtual void discard(const SimPacket& p) = 0;
-  // p's payload, for a network that looks inside (a CNP's opcode).
-  virtual std::span<const std::byte> payload(const SimPacket& p) const = 0;
 };
 
 class SimNetwork {

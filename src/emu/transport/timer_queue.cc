@@ -25,10 +25,13 @@ struct TimerQueue::Core {
     uint32_t slot;
     uint64_t gen;
   };
-  // Heap order: earliest deadline (then lowest seq) on top.
-  static bool later(const Entry& a, const Entry& b) {
-    return a.deadline != b.deadline ? a.deadline > b.deadline : a.seq > b.seq;
-  }
+  // Heap order: earliest deadline (then lowest seq) on top; an object, so
+  // that the heap's sifts inline it.
+  struct Later {
+    bool operator()(const Entry& a, const Entry& b) const {
+      return a.deadline != b.deadline ? a.deadline > b.deadline : a.seq > b.seq;
+    }
+  };
 
   std::deque<Slot> slots;  // stable addresses: a callback may create timers while it runs
   std::vector<uint32_t> free_slots;
@@ -75,7 +78,7 @@ struct TimerQueue::Core {
     // Re-arming leaves stale entries behind; drop them when they dominate.
     if (heap.size() > 4 * armed + 64) compact();
     heap.push_back({deadline, next_seq++, s, slot.gen});
-    std::push_heap(heap.begin(), heap.end(), later);
+    std::push_heap(heap.begin(), heap.end(), Later{});
     if (on_arm) on_arm(deadline);
   }
 
@@ -88,12 +91,12 @@ struct TimerQueue::Core {
 
   void compact() {
     std::erase_if(heap, [this](const Entry& e) { return !valid(e); });
-    std::make_heap(heap.begin(), heap.end(), later);
+    std::make_heap(heap.begin(), heap.end(), Later{});
   }
 
   void prune_top() {
     while (!heap.empty() && !valid(heap.front())) {
-      std::pop_heap(heap.begin(), heap.end(), later);
+      std::pop_heap(heap.begin(), heap.end(), Later{});
       heap.pop_back();
     }
   }
@@ -141,7 +144,7 @@ size_t TimerQueue::run_due(Nanos now) {
   const uint64_t seq_limit = c.next_seq;
   size_t fired = 0;
   while (!c.heap.empty() && c.heap.front().deadline <= now) {
-    std::pop_heap(c.heap.begin(), c.heap.end(), Core::later);
+    std::pop_heap(c.heap.begin(), c.heap.end(), Core::Later{});
     Core::Entry e = c.heap.back();
     c.heap.pop_back();
     if (!c.valid(e)) continue;
@@ -162,7 +165,7 @@ size_t TimerQueue::run_due(Nanos now) {
   }
   for (const auto& e : c.deferred) {
     c.heap.push_back(e);
-    std::push_heap(c.heap.begin(), c.heap.end(), Core::later);
+    std::push_heap(c.heap.begin(), c.heap.end(), Core::Later{});
   }
   c.deferred.clear();
   return fired;

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <algorithm>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -266,6 +268,95 @@ TEST(SimFabric, SameInputsGiveIdenticalEventSequences) {
   auto second = ping_pong_log();
   EXPECT_GT(first.size(), 80u);
   EXPECT_EQ(first, second);
+}
+
+// Many ports, timers armed, re-armed, cancelled and datagrams sent at random:
+// the fabric's next event is always the earliest armed deadline or arrival of
+// any port (the index it keeps, against a scan of the ports' own timers and
+// of what was sent), and ports_with_work lists exactly the ports a poll finds
+// something for.
+TEST(SimFabric, NextEventAndPortsWithWorkMatchAScanOfEveryPort) {
+  constexpr int kPorts = 12;
+  std::mt19937 rng(7);
+  SimFabric fabric({.latency = Nanos(40)});
+  std::vector<std::unique_ptr<Transport>> ports;
+  std::vector<std::unique_ptr<Timer>> timers;  // two per port
+  std::vector<Nanos> deadline(2 * kPorts, Nanos::max());
+  std::vector<std::vector<Nanos>> arrivals(kPorts);  // what each port will receive, and when
+  for (int i = 0; i < kPorts; ++i) {
+    ports.push_back(fabric.attach(wire::IpAddr::v4(10, 0, 1, uint8_t(i + 1))));
+    for (int k = 0; k < 2; ++k) {
+      const size_t t = timers.size();
+      timers.push_back(ports.back()->make_timer([&deadline, t] { deadline[t] = Nanos::max(); }));
+    }
+  }
+  auto earliest = [&](int i) {
+    Nanos t = std::min(deadline[2 * i], deadline[2 * i + 1]);
+    for (Nanos a : arrivals[i]) t = std::min(t, a);
+    return t;
+  };
+  const std::vector<std::byte> payload(16, std::byte{1});
+  for (int round = 0; round < 400; ++round) {
+    for (int op = 0; op < 4; ++op) {
+      const int i = int(rng() % kPorts);
+      const size_t t = 2 * size_t(i) + rng() % 2;
+      switch (rng() % 3) {
+        case 0:
+          deadline[t] = fabric.now() + Nanos(rng() % 200);
+          timers[t]->arm_at(deadline[t]);
+          break;
+        case 1:
+          deadline[t] = Nanos::max();
+          timers[t]->cancel();
+          break;
+        case 2: {
+          const int j = int(rng() % kPorts);
+          std::vector<Datagram> batch = {to(ports[i]->local_address(), ports[j]->local_address(), payload)};
+          ports[i]->send(batch);
+          arrivals[j].push_back(fabric.now() + Nanos(40));
+          break;
+        }
+      }
+    }
+    Nanos want = Nanos::max();
+    std::vector<Transport*> want_work;
+    for (int i = 0; i < kPorts; ++i) {
+      want = std::min(want, earliest(i));
+      if (earliest(i) <= fabric.now()) want_work.push_back(ports[i].get());
+    }
+    ASSERT_EQ(fabric.next_event(), want) << "round " << round;
+    std::vector<Transport*> work;
+    fabric.ports_with_work(&work);
+    ASSERT_EQ(work, want_work) << "round " << round;
+    // Poll some of the ports with work, then move on.
+    for (Transport* p : work) {
+      if (rng() % 3 == 0) continue;
+      const int i = int(std::find_if(ports.begin(), ports.end(), [p](const auto& q) { return q.get() == p; }) -
+                        ports.begin());
+      p->poll([](const Datagram&) {});
+      std::erase_if(arrivals[i], [&](Nanos a) { return a <= fabric.now(); });
+    }
+    fabric.advance(fabric.now() + Nanos(rng() % 60));
+  }
+}
+
+TEST(SimFabric, APortWithAnUnreachableAddressToReportHasWork) {
+  SimFabric fabric;
+  auto a = fabric.attach(kA);
+  std::vector<Transport*> work;
+  fabric.ports_with_work(&work);
+  EXPECT_TRUE(work.empty());
+  const auto p = bytes_of("x");
+  std::vector<Datagram> batch = {to(kA, kB, p)};  // nobody at kB
+  a->send(batch);
+  fabric.ports_with_work(&work);
+  EXPECT_EQ(work, std::vector<Transport*>{a.get()});
+  EXPECT_EQ(fabric.next_event(), Nanos::max());  // it holds no clock
+  std::array<wire::IpAddr, 4> gone;
+  EXPECT_EQ(a->take_unreachable(gone), 1u);
+  work.clear();
+  fabric.ports_with_work(&work);
+  EXPECT_TRUE(work.empty());
 }
 
 }  // namespace
