@@ -75,6 +75,13 @@ struct DeviceConfig {
   // every ACK leaves at the end of the receive batch that asked for it.
   std::chrono::nanoseconds ack_hold{0};
   static constexpr std::chrono::nanoseconds kRecentPost = std::chrono::milliseconds(1);
+  // The RC send window: how many PSNs a QP may have sent and not yet seen
+  // acknowledged. 0 (the default): 128 at any path MTU, rxe's
+  // RXE_MAX_UNACKED_PSNS. Otherwise this many bytes of path MTU, between 128
+  // and kMaxPsnWindow PSNs: 128 at MTU 4096 (the same bytes as 128 PSNs
+  // there), 512 at MTU 1024, so a smaller MTU keeps as many bytes in flight.
+  uint32_t window_bytes = 0;
+  static constexpr uint32_t kMinPsnWindow = 128, kMaxPsnWindow = 512;
   PacketTap* tap = nullptr;     // not owned; may be set later with set_tap
   EventSink* events = nullptr;  // not owned; may be set later with set_event_sink
 };

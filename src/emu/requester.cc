@@ -13,9 +13,8 @@ namespace {
 using wire::OpClass;
 namespace op = wire::op;
 
-constexpr int32_t kPsnWindow = 128;    // rxe RXE_MAX_UNACKED_PSNS
 // The device's in-flight budget: RC PSNs sent and not yet acknowledged over
-// all its QPs. One QP's window (128) is far below it; thousands of QPs at
+// all its QPs. One QP's window (128 to 512, DeviceConfig::window_bytes) is far below it; thousands of QPs at
 // once would otherwise put thousands of windows on the wire in one burst,
 // more than the peer's socket buffer (4 MiB: 1024 packets at MTU 4096) can
 // hold, and the losses bring every QP's retransmission timer at once: with
@@ -24,6 +23,14 @@ constexpr int32_t kPsnWindow = 128;    // rxe RXE_MAX_UNACKED_PSNS
 // retransmissions are never held (their PSNs are counted already).
 constexpr int64_t kDeviceInflightPsns = 1024;
 constexpr uint32_t kAckReqEvery = 64;  // AckReq at least this often within long messages
+
+// How many PSNs qp may have unacknowledged (DeviceConfig::window_bytes).
+int32_t psn_window(const QpImpl& qp) {
+  const uint32_t bytes = qp.eng->cfg.window_bytes;
+  if (bytes == 0) return DeviceConfig::kMinPsnWindow;
+  return static_cast<int32_t>(
+      std::clamp(bytes / qp.pmtu(), DeviceConfig::kMinPsnWindow, DeviceConfig::kMaxPsnWindow));
+}
 
 // imm_data is kept as ibv keeps it: the wire bytes in memory (network order).
 uint32_t be_to_host(uint32_t v) {
@@ -173,7 +180,7 @@ void req_run(QpImpl& qp) {
       w.started = true;
       qp.req.cur_pkt = 0;
     }
-    if (rc && (w.first_psn + qp.req.cur_pkt).distance(qp.comp.psn) >= kPsnWindow) break;
+    if (rc && (w.first_psn + qp.req.cur_pkt).distance(qp.comp.psn) >= psn_window(qp)) break;
     if (rc && !(w.first_psn + qp.req.cur_pkt).before(qp.req.sent_psn) &&
         e.inflight_psns >= kDeviceInflightPsns) {
       if (!qp.req.starved) {  // a new packet, and the device's budget is spent

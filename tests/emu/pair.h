@@ -36,6 +36,8 @@ class Env {
   void set_retry_forever(bool on) { retry_forever_ = on; }
   // Devices made after this hold ACKs for their QP's reply (DeviceConfig::ack_hold).
   void set_ack_hold(Nanos hold) { ack_hold_ = hold; }
+  // Devices made after this have this RC send window (DeviceConfig::window_bytes).
+  void set_window_bytes(uint32_t bytes) { window_bytes_ = bytes; }
   // Devices made after this tell `warn` about misconfiguration drops (DeviceConfig::warn).
   void set_warn(std::function<void(const std::string&)> warn) { warn_ = std::move(warn); }
 
@@ -57,6 +59,7 @@ class Env {
     cfg.active_mtu = mtu_;
     cfg.retry_forever = retry_forever_;
     cfg.ack_hold = ack_hold_;
+    cfg.window_bytes = window_bytes_;
     cfg.warn = warn_;
     std::string err;
     auto d = bed_.make_device(wire::IpAddr::v4(10, 0, 0, host), static_cast<uint8_t>(100 + host), cfg,
@@ -125,6 +128,7 @@ class Env {
   Mtu mtu_;
   bool retry_forever_ = false;
   Nanos ack_hold_{0};
+  uint32_t window_bytes_ = 0;
   std::function<void(const std::string&)> warn_;
   std::string faults_;
   std::optional<FaultConfig> fault_cfg_;
