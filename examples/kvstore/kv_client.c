@@ -268,8 +268,11 @@ static void rdma_close(void) {
   if (!id) return;
   if (rdma_disconnect(id) == 0) {
     struct rdma_cm_event* ev;
-    /* Bounded: a server gone for good answers nothing. */
-    if (kv_next_cm_event(cm_ch, 5000, &ev) == 0) rdma_ack_cm_event(ev);
+    /* Bounded: a server gone for good answers nothing. Longer than one DREQ
+     * retransmission (rdma_cm's response timeout, 4.3 s, plus twice the
+     * packet lifetime: 6.4 s), so that a lost DREQ is sent again before the
+     * id is destroyed and its retries with it. */
+    if (kv_next_cm_event(cm_ch, 10000, &ev) == 0) rdma_ack_cm_event(ev);
   }
   rdma_destroy_qp(id);
   ibv_dereg_mr(read_mr);
