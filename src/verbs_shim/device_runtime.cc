@@ -78,7 +78,7 @@ wire::Result<emu::Device*> DeviceRuntime::acquire(const DeviceConfig& dev,
   // A ping-pong's ACK rides with the reply, received by the peer's own
   // poll_cq: no helper thread woken on the critical path (docs/performance.md).
   dc.ack_hold = std::chrono::microseconds(20);
-  // 512 KiB in flight per QP: 128 PSNs at MTU 4096 as before, 512 at the
+  // 512 KiB in flight per QP: 128 PSNs at MTU 4096 (loopback), 512 at the
   // 1024 of a 1500-byte link (docs/performance.md). Not under congestion
   // control: before the first CNP comes back a QP sends its whole window at
   // line rate, and 512 KiB overflows a shallow bottleneck that 128 PSNs do
