@@ -98,6 +98,7 @@ bool owned(const std::vector<std::unique_ptr<T>>& v, const void* p) {
 Device::Engine::Engine(std::unique_ptr<Transport> t, DeviceConfig c)
     : transport(std::move(t)), cfg(std::move(c)) {
   on_recv = [this](const Datagram& d) { receive(d); };
+  icrc_optional = transport->icrc_optional();
   next_qpn = first_qpn();
   ack_list.reserve(1024);
   if (cfg.ack_hold.count() > 0) ack_timer = transport->make_timer([this] { flush_acks(); });

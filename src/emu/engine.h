@@ -87,6 +87,11 @@ class Device::Engine {
   void mcast_receive(const wire::RocePacket& pkt, const Datagram& d);
 
   TxQueue tx;
+  // The transport lets the ICRC be left out (Transport::icrc_optional): then
+  // it is computed only for a capture (cfg.tap), on send and on receive,
+  // the received copy made in rx_filled.
+  bool icrc_optional = false;
+  std::unique_ptr<std::array<std::byte, wire::kMaxFrameLen>> rx_filled;
   std::vector<QpImpl*> ack_list;  // QPs with a deferred ACK (reserved capacity)
   std::unique_ptr<Timer> ack_timer;  // the earliest held ACK's due time (ack_hold > 0)
   // Sends the deferred ACKs, but for those held for their QP's reply and not
@@ -117,6 +122,8 @@ class Device::Engine {
 
   // recv.cc: checks and demux of one received datagram.
   void receive(const Datagram& d);
+  // recv.cc: hands d to cfg.tap, with its ICRC filled in if it was omitted.
+  void tap_received(const Datagram& d);
   // recv.cc: the event log's PACKET_RECEIVED of pkt for qp (logging() only).
   void log_received(const QpImpl& qp, const wire::RocePacket& pkt, const Datagram& d);
 

@@ -2,10 +2,13 @@
 // (requests) or completer (responses). Bad input is counted and dropped
 // (drop.cc).
 #include <array>
+#include <cstring>
+#include <memory>
 #include <string>
 
 #include "emu/engine.h"
 #include "emu/roles.h"
+#include "wire/byte_order.h"
 #include "wire/icrc.h"
 
 namespace rocelab::emu {
@@ -18,16 +21,15 @@ enum class Icrc { kOk, kRecovered, kBad };
 // *ip. A UDP socket does not see the IPv4 Identification and DF bit: when the
 // ICRC does not match them as given (our own senders: ID 0, DF), they are
 // recovered from the ICRC itself and written to *ip (wire/icrc.h).
+// A datagram whose ICRC was left out (Datagram::icrc_omitted) is intact.
 Icrc check_icrc(const Datagram& d, uint32_t carried, wire::IpUdpInfo* ip) {
-  std::array<std::byte, wire::kIpv6HeaderLen + wire::kUdpHeaderLen> hdr{};
-  wire::write_ip_udp(hdr.data(), *ip, d.payload.size());
-  const size_t ip_hlen = ip->dst.v6 ? wire::kIpv6HeaderLen : wire::kIpv4HeaderLen;
-  const size_t rest = d.payload.size() - wire::kBthLen - wire::kIcrcLen;
-  wire::IcrcAccumulator acc(hdr.data(), ip_hlen, d.payload.data());
-  acc.add(d.payload.subspan(wire::kBthLen, rest));
-  if (acc.value() == carried) return Icrc::kOk;
+  if (d.icrc_omitted) return Icrc::kOk;
+  const uint32_t computed = wire::roce_icrc(*ip, d.payload);
+  if (computed == carried) return Icrc::kOk;
   if (ip->dst.v6) return Icrc::kBad;  // IPv6: every field the ICRC covers is known
-  auto unseen = wire::solve_ipv4_unseen(acc.value() ^ carried, ip_hlen, rest);
+  const size_t ip_hlen = wire::kIpv4HeaderLen;
+  const size_t rest = d.payload.size() - wire::kBthLen - wire::kIcrcLen;
+  auto unseen = wire::solve_ipv4_unseen(computed ^ carried, ip_hlen, rest);
   if (!unseen) return Icrc::kBad;
   ip->ip_id ^= unseen->id;
   ip->df = ip->df != unseen->df;
@@ -58,17 +60,31 @@ void Device::Engine::log_received(const QpImpl& qp, const wire::RocePacket& pkt,
   log(e);
 }
 
+void Device::Engine::tap_received(const Datagram& d) {
+  if (!d.icrc_omitted || d.payload.size() < wire::kBthLen + wire::kIcrcLen || d.payload.size() > wire::kMaxFrameLen) {
+    cfg.tap->on_packet(Direction::kRx, transport->now(), d);
+    return;
+  }
+  if (!rx_filled) rx_filled = std::make_unique_for_overwrite<std::array<std::byte, wire::kMaxFrameLen>>();
+  std::byte* p = rx_filled->data();
+  const size_t len = d.payload.size();
+  std::memcpy(p, d.payload.data(), len);
+  const std::span<const std::byte> filled(p, len);
+  wire::store_le32(p + len - wire::kIcrcLen, wire::roce_icrc(d.ip, filled));
+  cfg.tap->on_packet(Direction::kRx, transport->now(), Datagram{d.ip, filled, false});
+}
+
 void Device::Engine::receive(const Datagram& arrived) {
   auto parsed = wire::parse_roce(arrived.payload);
   if (!parsed) {
-    if (cfg.tap) cfg.tap->on_packet(Direction::kRx, transport->now(), arrived);
+    if (cfg.tap) tap_received(arrived);
     return drop(nullptr, arrived, "malformed", &Counters::rcvd_hdr_err);
   }
   const wire::RocePacket& pkt = *parsed;
   // The capture records the header the sender sent: with the recovered ID.
   Datagram d = arrived;
   const Icrc icrc = check_icrc(arrived, pkt.icrc, &d.ip);
-  if (cfg.tap) cfg.tap->on_packet(Direction::kRx, transport->now(), d);
+  if (cfg.tap) tap_received(d);
   // IBTA A17.3.3 / rxe: a packet whose ICRC does not match is dropped silently.
   if (icrc == Icrc::kBad) return drop(nullptr, d, "bad ICRC", &Counters::rcvd_icrc_err);
   if (icrc == Icrc::kRecovered) counters.icrc_ip_recovered += 1;

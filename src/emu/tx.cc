@@ -1,6 +1,7 @@
 // The transmit path: every packet is built in a pre-allocated frame (IP + UDP
 // headers, then BTH .. ICRC), its ICRC computed over exactly the IP header the
-// kernel sends (ID 0, DF: see transport.h), and sent in batches.
+// kernel sends (ID 0, DF: see transport.h) unless the transport lets it be
+// left out, and sent in batches.
 #include <cstring>
 
 #include "emu/engine.h"
@@ -29,13 +30,18 @@ void Device::Engine::tx_commit_raw(uint32_t qpn, Counters* qctr, const wire::IpU
   std::memset(roce + hdr_len + len, 0, pad + wire::kIcrcLen);
   const size_t roce_len = hdr_len + len + pad + wire::kIcrcLen;
   wire::write_ip_udp(frame, ip, roce_len);
-  wire::IcrcAccumulator icrc(frame, ip_hlen, roce);
-  icrc.add(std::span<const std::byte>(roce + wire::kBthLen, roce_len - wire::kBthLen - wire::kIcrcLen));
-  wire::store_le32(roce + roce_len - wire::kIcrcLen, icrc.value());
+  // Left as zeros where nothing on the way reads it and nothing here captures it.
+  const bool omit = icrc_optional && cfg.tap == nullptr;
+  if (!omit) {
+    wire::IcrcAccumulator icrc(frame, ip_hlen, roce);
+    icrc.add(std::span<const std::byte>(roce + wire::kBthLen, roce_len - wire::kBthLen - wire::kIcrcLen));
+    wire::store_le32(roce + roce_len - wire::kIcrcLen, icrc.value());
+  }
 
   Datagram& d = tx.batch[tx.n++];
   d.ip = ip;
   d.payload = std::span<const std::byte>(roce, roce_len);
+  d.icrc_omitted = omit;
   counters.sent_pkts++;
   if (qctr) qctr->sent_pkts++;
   if (cfg.tap) cfg.tap->on_packet(Direction::kTx, transport->now(), d);

@@ -198,4 +198,13 @@ uint32_t compute_icrc(std::span<const std::byte> ip_packet, size_t ip_hlen) {
   return acc.value();
 }
 
+uint32_t roce_icrc(const IpUdpInfo& ip, std::span<const std::byte> roce) {
+  std::array<std::byte, kIpv6HeaderLen + kUdpHeaderLen> hdr{};
+  write_ip_udp(hdr.data(), ip, roce.size());
+  const size_t ip_hlen = ip.dst.v6 ? kIpv6HeaderLen : kIpv4HeaderLen;
+  IcrcAccumulator acc(hdr.data(), ip_hlen, roce.data());
+  acc.add(roce.subspan(kBthLen, roce.size() - kBthLen - kIcrcLen));
+  return acc.value();
+}
+
 }  // namespace rocelab::wire

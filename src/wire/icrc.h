@@ -18,6 +18,8 @@
 
 namespace rocelab::wire {
 
+struct IpUdpInfo;
+
 // Incremental ICRC: start with the IP + UDP + BTH headers, then add the rest of
 // the packet piece by piece (a scatter list needs no copy).
 class IcrcAccumulator {
@@ -64,5 +66,10 @@ uint32_t ipv4_id_icrc_delta(uint16_t id, size_t ip_header_len, size_t rest_len);
 // UDP payload, whose last 4 bytes are the ICRC slot and are not covered).
 // Precondition: the packet parsed with parse_ip_udp and parse_roce.
 uint32_t compute_icrc(std::span<const std::byte> ip_packet, size_t ip_header_len);
+
+// ICRC of a RoCEv2 packet (BTH .. ICRC slot: the UDP payload) under the IP and
+// UDP headers `ip` describes, as write_ip_udp writes them. Precondition:
+// roce.size() >= kBthLen + kIcrcLen.
+uint32_t roce_icrc(const IpUdpInfo& ip, std::span<const std::byte> roce);
 
 }  // namespace rocelab::wire

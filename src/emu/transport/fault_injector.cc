@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "wire/bth.h"
+#include "wire/byte_order.h"
+#include "wire/icrc.h"
 
 namespace rocelab::emu {
 
@@ -135,10 +137,19 @@ void FaultInjector::flip_bit(std::span<std::byte> p, uint64_t draw) {
   p[byte] ^= std::byte(1u << (bit % 8));
 }
 
-void FaultInjector::hold(FaultDir dir, const Datagram& d, const Decision& dec,
-                         std::span<const std::byte> payload) {
-  Held h{dir, inner_->now(), 0, next_seq_++, d.ip, copy(payload),
-         static_cast<uint32_t>(payload.size())};
+Datagram FaultInjector::corrupted(const Datagram& d, uint64_t draw, uint32_t* buf) {
+  const uint32_t len = static_cast<uint32_t>(d.payload.size());
+  *buf = copy(d.payload);
+  const std::span<std::byte> p = bytes(*buf, len);
+  if (d.icrc_omitted && len >= wire::kBthLen + wire::kIcrcLen)
+    wire::store_le32(p.data() + len - wire::kIcrcLen, wire::roce_icrc(d.ip, p));
+  flip_bit(p, draw);
+  return {d.ip, p, false};
+}
+
+void FaultInjector::hold(FaultDir dir, const Datagram& d, const Decision& dec) {
+  Held h{dir, inner_->now(), 0, next_seq_++, d.ip, copy(d.payload), static_cast<uint32_t>(d.payload.size()),
+         d.icrc_omitted};
   if (dec.delay > Nanos(0)) {
     h.due += dec.delay;
   } else {
@@ -163,10 +174,10 @@ void FaultInjector::passed(FaultDir dir) {
   std::sort(released.begin(), released.end(), by_due<Held, Held>);
   for (const Held& h : released) {
     if (dir == FaultDir::kTx) {
-      out_.push_back({h.ip, bytes(h.buf, h.len)});
+      out_.push_back({h.ip, bytes(h.buf, h.len), h.icrc_omitted});
       out_bufs_.push_back(h.buf);
     } else {
-      deliver_raw({h.ip, bytes(h.buf, h.len)});
+      deliver_raw({h.ip, bytes(h.buf, h.len), h.icrc_omitted});
       release_buffer(h.buf);
     }
   }
@@ -183,11 +194,10 @@ size_t FaultInjector::send(std::span<const Datagram> batch) {
       ++stats_.tx.dropped;
       continue;
     }
-    std::span<const std::byte> payload = d.payload;
+    Datagram x = d;
     if (dec.corrupt) {
-      const uint32_t b = copy(payload);
-      flip_bit(bytes(b, static_cast<uint32_t>(payload.size())), dec.corrupt_draw);
-      payload = bytes(b, static_cast<uint32_t>(payload.size()));
+      uint32_t b;
+      x = corrupted(d, dec.corrupt_draw, &b);
       out_bufs_.push_back(b);
       ++stats_.tx.corrupted;
     }
@@ -196,11 +206,11 @@ size_t FaultInjector::send(std::span<const Datagram> batch) {
     if (dec.delay > Nanos(0) || dec.reorder) {
       if (dec.delay > Nanos(0)) ++stats_.tx.delayed;
       if (dec.reorder) ++stats_.tx.reordered;
-      for (int c = 0; c < copies; ++c) hold(FaultDir::kTx, d, dec, payload);
+      for (int c = 0; c < copies; ++c) hold(FaultDir::kTx, x, dec);
       continue;
     }
     for (int c = 0; c < copies; ++c) {
-      out_.push_back({d.ip, payload});
+      out_.push_back(x);
       passed(FaultDir::kTx);
     }
   }
@@ -226,7 +236,7 @@ void FaultInjector::flush_tx_due() {
   }
   std::sort(released_tx_.begin(), released_tx_.end(), by_due<Held, Held>);
   flush_out_.clear();
-  for (const Held& h : released_tx_) flush_out_.push_back({h.ip, bytes(h.buf, h.len)});
+  for (const Held& h : released_tx_) flush_out_.push_back({h.ip, bytes(h.buf, h.len), h.icrc_omitted});
   if (!flush_out_.empty()) inner_->send(flush_out_);
   for (const Held& h : released_tx_) release_buffer(h.buf);
   flush_out_.clear();
@@ -257,7 +267,7 @@ void FaultInjector::deliver_rx_due() {
   }
   std::sort(released_rx_.begin(), released_rx_.end(), by_due<Held, Held>);
   for (const Held& h : released_rx_) {
-    deliver_raw({h.ip, bytes(h.buf, h.len)});
+    deliver_raw({h.ip, bytes(h.buf, h.len), h.icrc_omitted});
     release_buffer(h.buf);
   }
 }
@@ -273,9 +283,7 @@ void FaultInjector::on_rx(const Datagram& d) {
   Datagram x = d;
   uint32_t b = UINT32_MAX;
   if (dec.corrupt) {
-    b = copy(d.payload);
-    flip_bit(bytes(b, static_cast<uint32_t>(d.payload.size())), dec.corrupt_draw);
-    x.payload = bytes(b, static_cast<uint32_t>(d.payload.size()));
+    x = corrupted(d, dec.corrupt_draw, &b);
     ++stats_.rx.corrupted;
   }
   const int copies = dec.duplicate ? 2 : 1;
@@ -283,7 +291,7 @@ void FaultInjector::on_rx(const Datagram& d) {
   if (dec.delay > Nanos(0) || dec.reorder) {
     if (dec.delay > Nanos(0)) ++stats_.rx.delayed;
     if (dec.reorder) ++stats_.rx.reordered;
-    for (int c = 0; c < copies; ++c) hold(FaultDir::kRx, x, dec, x.payload);
+    for (int c = 0; c < copies; ++c) hold(FaultDir::kRx, x, dec);
   } else {
     for (int c = 0; c < copies; ++c) deliver(x);
   }

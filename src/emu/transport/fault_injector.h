@@ -68,6 +68,9 @@ class FaultInjector final : public Transport {
     return inner_->reserve_source_port(preferred);
   }
   size_t take_unreachable(std::span<wire::IpAddr> out) override { return inner_->take_unreachable(out); }
+  // What the inner transport allows: a datagram corrupted here gets its ICRC
+  // filled in before the bit flips (so that the receiver sees it damaged).
+  bool icrc_optional() const override { return inner_->icrc_optional(); }
   std::error_code join_group(const wire::IpAddr& group) override { return inner_->join_group(group); }
   void leave_group(const wire::IpAddr& group) override { inner_->leave_group(group); }
 
@@ -104,6 +107,7 @@ class FaultInjector final : public Transport {
     uint64_t seq;
     wire::IpUdpInfo ip;
     uint32_t buf, len;
+    bool icrc_omitted;
   };
 
   Decision decide(FaultDir dir, const Datagram& d);
@@ -113,7 +117,10 @@ class FaultInjector final : public Transport {
   std::span<std::byte> bytes(uint32_t buf, uint32_t len) { return pool_.bytes(buf, len); }
   void release_buffer(uint32_t buf) { pool_.release(buf); }
   static void flip_bit(std::span<std::byte> p, uint64_t draw);
-  void hold(FaultDir dir, const Datagram& d, const Decision& dec, std::span<const std::byte> payload);
+  // A copy of d with one bit flipped (its ICRC filled in first if omitted);
+  // the copy's buffer goes in *buf.
+  Datagram corrupted(const Datagram& d, uint64_t draw, uint32_t* buf);
+  void hold(FaultDir dir, const Datagram& d, const Decision& dec);
   void passed(FaultDir dir);  // a packet went by: count down reorder holds
   void deliver_raw(const Datagram& d);
   void flush_tx_due();

@@ -83,7 +83,7 @@ class SimPort final : public Transport {
       std::pop_heap(arrivals_.begin(), arrivals_.end(), Later{});
       const Arrival a = arrivals_.back();
       arrivals_.pop_back();
-      Datagram d{a.ip, std::as_const(fabric_.pool_).bytes(a.buf, a.len)};
+      Datagram d{a.ip, std::as_const(fabric_.pool_).bytes(a.buf, a.len), a.icrc_omitted};
       ++stats_.rx_datagrams;
       stats_.rx_bytes += a.len;
       ++fabric_.stats_.delivered;
@@ -109,6 +109,9 @@ class SimPort final : public Transport {
     return timers_.make_timer(std::move(on_expiry));
   }
   TransportStats stats() const override { return stats_; }
+  // Nothing between two ports reads a packet's bytes: the network sees only
+  // SimPacket's fields, a FaultInjector fills the ICRC in before it corrupts.
+  bool icrc_optional() const override { return true; }
   size_t take_unreachable(std::span<wire::IpAddr> out) override { return unreachable_.take(out); }
   std::error_code join_group(const wire::IpAddr& group) override {
     if (!group.is_multicast()) return std::make_error_code(std::errc::invalid_argument);
@@ -172,6 +175,7 @@ class SimPort final : public Transport {
     uint64_t seq;  // send order: breaks ties between equal arrival times
     uint32_t buf, len;
     wire::IpUdpInfo ip;
+    bool icrc_omitted;
   };
   void arrive(const Arrival& a) {
     arrivals_.push_back(a);
@@ -204,11 +208,11 @@ void SimFabric::transmit(SimPort& from, SimPort& to_port, const Datagram& d, Nan
   const uint32_t len = static_cast<uint32_t>(d.payload.size());
   const uint32_t buf = pool_.copy(d.payload);
   if (!cfg_.network) {
-    to_port.arrive({depart + cfg_.latency, next_seq_++, buf, len, d.ip});
+    to_port.arrive({depart + cfg_.latency, next_seq_++, buf, len, d.ip, d.icrc_omitted});
     return;
   }
   const uint8_t opcode = d.payload.empty() ? 0 : std::to_integer<uint8_t>(d.payload[0]);
-  const SimPacket p{buf, len, next_seq_++, to_port.id(), opcode, to_port.local_address(), d.ip};
+  const SimPacket p{buf, len, next_seq_++, to_port.id(), opcode, d.icrc_omitted, to_port.local_address(), d.ip};
   if (!cfg_.network->send(now_, from.local_address(), p)) {
     pool_.release(buf);
     ++stats_.dropped_no_route;
@@ -225,7 +229,7 @@ void SimFabric::Sink::deliver(Nanos at, const SimPacket& p) {
     ++f_.stats_.dropped_detached;
     return;
   }
-  port->arrive({at, p.seq, p.buf, p.len, p.ip});
+  port->arrive({at, p.seq, p.buf, p.len, p.ip, p.icrc_omitted});
 }
 
 void SimFabric::Sink::discard(const SimPacket& p) {

@@ -22,12 +22,14 @@ namespace rocelab::emu {
 // switch marks ECN in ip.tclass, which the ICRC does not cover); to is the
 // host it is routed to (ip.dst, or a member of the multicast group ip.dst).
 // seq is the order the fabric accepted it in; port is the fabric's own number
-// for the port at `to`, handed back untouched.
+// for the port at `to`, handed back untouched; icrc_omitted is the
+// datagram's (transport.h), also handed back.
 struct SimPacket {
   uint32_t buf = 0, len = 0;
   uint64_t seq = 0;
   uint32_t port = 0;
   uint8_t opcode = 0;
+  bool icrc_omitted = false;
   wire::IpAddr to;
   wire::IpUdpInfo ip;
 };

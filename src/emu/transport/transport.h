@@ -24,9 +24,16 @@ using Nanos = std::chrono::nanoseconds;  // time on the transport's clock
 // (src/dst address, UDP source port, destination port 4791); the ICRC inside
 // payload was computed over exactly those, with IPv4 ID 0 and DF set. On
 // receive: what the packet arrived with (ip_id is 0 when it cannot be known).
+//
+// icrc_omitted: the ICRC's 4 bytes were left as zeros, because the transport
+// said nobody on the way reads them (Transport::icrc_optional: the simulated
+// fabric). Such a datagram is intact by construction; whoever reads or
+// changes its bytes (a capture, a corruption fault) first fills the ICRC in
+// (wire::roce_icrc) and clears the flag.
 struct Datagram {
   wire::IpUdpInfo ip;
   std::span<const std::byte> payload;  // UDP payload: BTH .. ICRC
+  bool icrc_omitted = false;
 };
 
 // Called for every received datagram. The payload is valid only during the call.
@@ -91,6 +98,12 @@ class Transport {
   virtual std::unique_ptr<Timer> make_timer(std::function<void()> on_expiry) = 0;
 
   virtual TransportStats stats() const = 0;
+
+  // Whether the engine may leave the ICRC out of what it sends here
+  // (Datagram::icrc_omitted): only where nothing between the two engines
+  // reads a packet's bytes without filling the ICRC in first. Real sockets
+  // carry every packet to whatever listens, so the default is no.
+  virtual bool icrc_optional() const { return false; }
 
   // A UDP source port (0xC000-0xFFFF) this transport can send from: `preferred`
   // when usable, otherwise another one (0: any). The UDP transport binds a
