@@ -57,11 +57,8 @@ class HostileTest : public ::testing::Test {
     Datagram d;
     d.ip.src = kPeer;
     d.ip.dst = kVictim;
-    std::array<std::byte, wire::kIpv4HeaderLen + wire::kUdpHeaderLen> hdr{};
-    wire::write_ip_udp(hdr.data(), d.ip, buf.size());
-    wire::IcrcAccumulator acc(hdr.data(), wire::kIpv4HeaderLen, buf.data());
-    acc.add(std::span<const std::byte>(buf).subspan(wire::kBthLen, buf.size() - wire::kBthLen - wire::kIcrcLen));
-    for (int i = 0; i < 4; ++i) buf[buf.size() - 4 + i] = std::byte(static_cast<uint8_t>(acc.value() >> (8 * i)));
+    const uint32_t icrc = wire::roce_icrc(d.ip, buf);
+    for (int i = 0; i < 4; ++i) buf[buf.size() - 4 + i] = std::byte(static_cast<uint8_t>(icrc >> (8 * i)));
     d.payload = buf;
     peer_->send(std::span<const Datagram>(&d, 1));
     std::vector<wire::RoceHeaders> replies;

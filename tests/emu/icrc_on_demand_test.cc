@@ -118,9 +118,12 @@ class IcrcOnDemand : public ::testing::Test {
     return got;
   }
 
+  // How the peer's packet carries its ICRC.
+  enum class Icrc { kComputed, kOmitted, kZeroNotFlagged };
+
   // The peer sends a one-packet RC WRITE of 64 bytes of `fill` to the MR,
-  // ICRC computed or left out, and the device takes it.
-  void peer_writes(std::byte fill, bool omit_icrc, uint32_t psn) {
+  // and the device takes it.
+  void peer_writes(std::byte fill, Icrc icrc, uint32_t psn) {
     wire::RoceHeaders h;
     h.bth.opcode = 0x0A;  // RC RDMA WRITE Only
     h.bth.psn = wire::Psn(psn);
@@ -135,9 +138,9 @@ class IcrcOnDemand : public ::testing::Test {
     d.ip.src = kPeer;
     d.ip.dst = kDev;
     std::memset(buf.data() + buf.size() - wire::kIcrcLen, 0, wire::kIcrcLen);
-    if (!omit_icrc) wire::store_le32(buf.data() + buf.size() - wire::kIcrcLen, wire::roce_icrc(d.ip, buf));
+    if (icrc == Icrc::kComputed) wire::store_le32(buf.data() + buf.size() - wire::kIcrcLen, wire::roce_icrc(d.ip, buf));
     d.payload = buf;
-    d.icrc_omitted = omit_icrc;
+    d.icrc_omitted = icrc == Icrc::kOmitted;
     peer_->send(std::span<const Datagram>(&d, 1));
     for (int i = 0; i < 4; ++i) {
       fabric_.advance(fabric_.now() + fabric_.config().latency);
@@ -187,7 +190,7 @@ TEST_F(IcrcOnDemand, ReceivedOmittedIsIntactAndCapturedFilledIn) {
   make_device();
   Capture cap;
   dev_->set_tap(&cap);
-  peer_writes(std::byte{0xAB}, /*omit_icrc=*/true, 0);
+  peer_writes(std::byte{0xAB}, Icrc::kOmitted, 0);
   EXPECT_EQ(mem_[0], std::byte{0xAB});
   EXPECT_EQ(mem_[63], std::byte{0xAB});
   ASSERT_FALSE(cap.seen.empty());
@@ -196,32 +199,12 @@ TEST_F(IcrcOnDemand, ReceivedOmittedIsIntactAndCapturedFilledIn) {
   EXPECT_NE(carried_icrc(cap.seen[0].bytes), 0u);
   EXPECT_TRUE(icrc_matches(cap.seen[0].ip, cap.seen[0].bytes));
 
-  peer_writes(std::byte{0xCD}, /*omit_icrc=*/false, 1);
+  peer_writes(std::byte{0xCD}, Icrc::kComputed, 1);
   EXPECT_EQ(mem_[0], std::byte{0xCD});
   EXPECT_EQ(dev_->counters().rcvd_icrc_err, 0u);
 
-  std::vector<std::byte> zeroed;
-  {
-    // A zero ICRC without the flag: damaged.
-    wire::RoceHeaders h;
-    h.bth.opcode = 0x0A;
-    h.bth.psn = wire::Psn(2);
-    h.bth.dest_qpn = wire::Qpn(qp_->qp_num());
-    h.reth = {0x10000, mr_->rkey(), 64};
-    std::vector<std::byte> payload(64, std::byte{0xEF});
-    zeroed.resize(wire::kMaxRoceLen);
-    auto n = wire::encode_roce(zeroed, h, payload);
-    ASSERT_TRUE(n.ok());
-    zeroed.resize(*n);
-    std::memset(zeroed.data() + zeroed.size() - wire::kIcrcLen, 0, wire::kIcrcLen);
-    Datagram d;
-    d.ip.src = kPeer;
-    d.ip.dst = kDev;
-    d.payload = zeroed;
-    peer_->send(std::span<const Datagram>(&d, 1));
-    fabric_.advance(fabric_.now() + fabric_.config().latency);
-    dev_->progress();
-  }
+  // A zero ICRC without the flag: damaged.
+  peer_writes(std::byte{0xEF}, Icrc::kZeroNotFlagged, 2);
   EXPECT_EQ(mem_[0], std::byte{0xCD});
   EXPECT_EQ(dev_->counters().rcvd_icrc_err, 1u);
   dev_->set_tap(nullptr);
@@ -244,7 +227,7 @@ TEST_F(IcrcOnDemand, CorruptedOnReceiveIsDroppedAndOneBitFromIntact) {
   make_device("corrupt:dir=rx:nth=1");
   Capture cap;
   dev_->set_tap(&cap);
-  peer_writes(std::byte{0x5A}, /*omit_icrc=*/true, 0);
+  peer_writes(std::byte{0x5A}, Icrc::kOmitted, 0);
   dev_->set_tap(nullptr);
   EXPECT_EQ(dev_->counters().rcvd_icrc_err, 1u);
   EXPECT_EQ(mem_[0], std::byte{0});
