@@ -31,6 +31,7 @@ bool CqImpl::push(const Wc& wc, bool solicited) {
                     (arm == Arm::kSolicited && (solicited || wc.status != WcStatus::kSuccess));
   if (fire && ch) {
     arm = Arm::kNone;
+    eng->armed_cqs.fetch_sub(1);
     ch->signal(this);
   }
   return true;
@@ -107,6 +108,7 @@ std::error_code Device::destroy_cq(Cq* c) {
   auto* cq = static_cast<CqImpl*>(c);
   if (cq->users > 0) return errc(EBUSY);
   if (cq->ch) {
+    if (cq->arm != CqImpl::Arm::kNone) e.armed_cqs.fetch_sub(1);
     cq->ch->users--;
     std::lock_guard qlk(cq->ch->qmu);  // forget events of this CQ not yet taken
     std::erase(cq->ch->fired, c);
@@ -142,7 +144,18 @@ CompChannel* Cq::channel() const { return static_cast<const CqImpl*>(this)->ch; 
 int Cq::poll(std::span<Wc> out) {
   auto* cq = static_cast<CqImpl*>(this);
   std::lock_guard lk(cq->eng->mu);
-  if (cq->count < out.size()) cq->eng->progress_locked();
+  if (cq->count < out.size()) {
+    cq->eng->progress_locked();
+    // Seen by the helper thread, which stands back while this goes on
+    // (device.cc, helper_loop).
+    Device::Engine& e = *cq->eng;
+    const int64_t now = e.transport->now().count();
+    const int64_t prev = e.app_polled.load(std::memory_order_relaxed);
+    e.app_polled.store(now, std::memory_order_relaxed);
+    if (now - prev < Device::Engine::kPolling.count() && e.helper_on_socket.load(std::memory_order_relaxed) &&
+        e.helper_on_socket.exchange(false))
+      e.transport->wake();
+  }
   size_t n = 0;
   while (n < out.size() && cq->count > 0) {
     out[n++] = cq->ring[cq->head];
@@ -155,11 +168,20 @@ int Cq::poll(std::span<Wc> out) {
 std::error_code Cq::req_notify(bool solicited_only) {
   auto* cq = static_cast<CqImpl*>(this);
   std::lock_guard lk(cq->eng->mu);
+  const bool was_armed = cq->arm != CqImpl::Arm::kNone;
   // Arming "next" overrides "solicited"; arming "solicited" keeps "next".
   if (!solicited_only) {
     cq->arm = CqImpl::Arm::kNext;
   } else if (cq->arm == CqImpl::Arm::kNone) {
     cq->arm = CqImpl::Arm::kSolicited;
+  }
+  // The application may now block for the event, which the helper thread
+  // delivers: it must not stand back while this CQ is armed (device.cc,
+  // helper_loop).
+  Device::Engine& e = *cq->eng;
+  if (cq->ch && !was_armed) {
+    e.armed_cqs.fetch_add(1);
+    if (e.standing_back.load()) e.transport->wake();
   }
   return {};
 }

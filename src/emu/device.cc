@@ -116,10 +116,55 @@ Device::Engine::~Engine() {
   for (auto& ch : channels) ::close(ch->efd);
 }
 
+// The helper receives and runs timers while nobody else does. An application
+// that polls its CQs does both itself, and a helper woken on every arrival
+// would only take a core from it, and the device lock (which the poller
+// retakes at once, so a helper waiting for it is woken again and again): on
+// two cores, the core a sleeping peer's thread needs. So while the application
+// polls — its last poll no older than kPolling when the helper looks — and no
+// CQ with a channel is armed (someone may be blocked on its event), the helper
+// neither takes the lock nor waits on the socket: it sleeps, each sleep twice
+// as long as the last (up to stand_back_max), and looks again. When the polls
+// have stopped, it receives what arrived meanwhile and waits on the socket
+// again, until an application's polls in a loop wake it (Cq::poll).
 void Device::Engine::helper_loop() {
+  const Nanos first = std::min(kPolling, cfg.stand_back_max);
+  auto app_polling = [&](Nanos now) {
+    return cfg.stand_back_max.count() > 0 && armed_cqs.load() == 0 &&
+           now.count() - app_polled.load(std::memory_order_relaxed) < kPolling.count();
+  };
+  Nanos back = first;
+  // Arrivals slept through or left to the application may not wake wait()
+  // again: a round comes first.
+  bool drain = false;
+  helper_tid.store(static_cast<int>(::gettid()));
   while (!stopping.load()) {
-    transport->wait(transport->now() + std::chrono::seconds(1));
-    if (stopping.load()) break;
+    const Nanos now = transport->now();
+    if (app_polling(now)) {
+      // Published before armed_cqs is read again: a req_notify either sees it
+      // and wakes this sleep, or is seen here.
+      standing_back.store(true);
+      const bool armed = armed_cqs.load() > 0;
+      if (!armed) transport->sleep_until(now + back);
+      standing_back.store(false);
+      drain = true;
+      if (!armed) {
+        back = std::min(back * 2, cfg.stand_back_max);
+        continue;
+      }
+    }
+    back = first;
+    if (!drain) {
+      helper_on_socket.store(cfg.stand_back_max.count() > 0);
+      transport->wait(transport->now() + std::chrono::seconds(1));
+      helper_on_socket.store(false);
+      if (stopping.load()) break;
+      if (app_polling(transport->now())) {
+        drain = true;  // its next poll takes what woke us
+        continue;
+      }
+    }
+    drain = false;
     std::lock_guard lk(mu);
     progress_locked();
   }
@@ -252,6 +297,7 @@ void Device::reset() {
   e.srqs.clear();
   e.srq_by_num.clear();
   e.cqs.clear();
+  e.armed_cqs.store(0);
   for (auto& ch : e.channels) ::close(ch->efd);
   e.channels.clear();
   e.ahs.clear();
@@ -402,6 +448,8 @@ std::error_code Device::get_async_event(AsyncEvent* out,
     return {};
   }
 }
+
+int Device::helper_tid() const { return engine_->helper_tid.load(); }
 
 size_t Device::progress() {
   std::lock_guard lk(engine_->mu);

@@ -30,6 +30,15 @@ struct DeviceConfig {
   // and receive processing while nobody polls. Off for the simulated fabric:
   // there the caller drives all progress (Device::progress / Transport::wait).
   bool helper_thread = true;
+  // While the application's own poll_cq drives progress (it receives, runs
+  // timers, sends), the helper thread stands back: it sleeps without waiting
+  // on the socket or taking the device lock, 50 us at first and twice as long
+  // each time it looks and finds the application polled in the last 50 us, up
+  // to stand_back_max; when it finds no such poll, it receives and waits on
+  // the socket again. It does not stand back while a CQ with a completion
+  // channel is armed (someone may be blocked on its event), and req_notify_cq
+  // calls it back at once. 0: the helper never stands back.
+  std::chrono::nanoseconds stand_back_max{std::chrono::milliseconds(1)};
   // retry_cnt 7: seven retries, then RETRY_EXC_ERR, as the IBTA and real NICs
   // have it (default); or retry forever, as Soft-RoCE (rxe) does — for labs
   // and runs that must survive heavy injected loss. Either way a peer the
@@ -203,6 +212,9 @@ class Device {
   // Drives progress once without blocking: due timers, then received packets.
   // Returns the number of datagrams and timers processed.
   size_t progress();
+  // The helper thread's kernel thread ID (/proc/self/task/<tid>: how often it
+  // was woken, where it ran), once it has started; 0 before or without one.
+  int helper_tid() const;
   // The transport (for wait(): the simulated fabric's clock advances there).
   Transport& transport();
 

@@ -5,6 +5,7 @@
 #include <array>
 #include <atomic>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -114,6 +115,21 @@ class Device::Engine {
 
   std::thread helper;
   std::atomic<bool> stopping{false};
+  // The helper standing back (DeviceConfig::stand_back_max, helper_loop).
+  // Two polls no further apart than kPolling are an application polling in a
+  // loop. app_polled: when the application's Cq::poll last ran a progress
+  // round (transport time). armed_cqs: CQs with a channel armed by req_notify
+  // and not yet fired (someone may be blocked on their event; changed under
+  // mu). standing_back: the helper sleeps away from the socket now (req_notify
+  // wakes it). helper_on_socket: it waits on the socket now (a poll in a loop
+  // wakes it, as every arrival the poll takes first would). helper_tid: its
+  // kernel thread ID, once it runs.
+  static constexpr Nanos kPolling = std::chrono::microseconds(50);
+  std::atomic<int64_t> app_polled{std::numeric_limits<int64_t>::min() / 2};
+  std::atomic<int> armed_cqs{0};
+  std::atomic<bool> standing_back{false};
+  std::atomic<bool> helper_on_socket{false};
+  std::atomic<int> helper_tid{0};
 
   // Progress (mu held): timers and received packets, then deferred ACKs and the
   // tx batch, then what the transport learned about unreachable peers.

@@ -38,6 +38,8 @@ class Env {
   void set_ack_hold(Nanos hold) { ack_hold_ = hold; }
   // Devices made after this have this RC send window (DeviceConfig::window_bytes).
   void set_window_bytes(uint32_t bytes) { window_bytes_ = bytes; }
+  // Devices made after this stand back so long at most (DeviceConfig::stand_back_max).
+  void set_stand_back_max(Nanos max) { stand_back_max_ = max; }
   // Devices made after this tell `warn` about misconfiguration drops (DeviceConfig::warn).
   void set_warn(std::function<void(const std::string&)> warn) { warn_ = std::move(warn); }
 
@@ -60,6 +62,7 @@ class Env {
     cfg.retry_forever = retry_forever_;
     cfg.ack_hold = ack_hold_;
     cfg.window_bytes = window_bytes_;
+    if (stand_back_max_) cfg.stand_back_max = *stand_back_max_;
     cfg.warn = warn_;
     std::string err;
     auto d = bed_.make_device(wire::IpAddr::v4(10, 0, 0, host), static_cast<uint8_t>(100 + host), cfg,
@@ -129,6 +132,7 @@ class Env {
   bool retry_forever_ = false;
   Nanos ack_hold_{0};
   uint32_t window_bytes_ = 0;
+  std::optional<Nanos> stand_back_max_;
   std::function<void(const std::string&)> warn_;
   std::string faults_;
   std::optional<FaultConfig> fault_cfg_;

@@ -59,6 +59,7 @@ class FaultInjector final : public Transport {
   size_t poll(const RecvHandler& handler, size_t max = 64) override;
   void wait(Nanos deadline) override { inner_->wait(deadline); }
   void wake() override { inner_->wake(); }
+  void sleep_until(Nanos deadline) override { inner_->sleep_until(deadline); }
   Nanos now() const override { return inner_->now(); }
   std::unique_ptr<Timer> make_timer(std::function<void()> on_expiry) override {
     return inner_->make_timer(std::move(on_expiry));

@@ -91,6 +91,11 @@ class Transport {
   // On the simulated fabric wait() advances the virtual clock instead of sleeping.
   virtual void wait(Nanos deadline) = 0;
   virtual void wake() = 0;
+  // Blocks until `deadline` or wake(), whatever arrives or falls due meanwhile:
+  // the helper thread's sleep while the application drives progress itself.
+  // The arrivals it sleeps through may not wake a later wait(): the caller
+  // polls before it waits again. A transport without such a sleep waits.
+  virtual void sleep_until(Nanos deadline) { wait(deadline); }
 
   // The transport's clock and timers. Timer callbacks run inside poll(), on the
   // calling thread.

@@ -2,6 +2,7 @@
 // helper thread's wait and wake.
 #include "emu/transport/udp_impl.h"
 
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -117,6 +118,22 @@ void UdpTransport::wait(Nanos deadline) {
   uint64_t count;
   [[maybe_unused]] auto r = ::read(m.wake_fd.native_handle(), &count, sizeof count);
   m.sleeping_until.store(kNotSleeping);
+}
+
+void UdpTransport::sleep_until(Nanos deadline) {
+  Impl& m = *impl_;
+  // ppoll on the wake eventfd alone, not Asio: Asio's reactor has the
+  // receive socket in its epoll set and would be woken by every arrival.
+  // sleeping_until stays unset, so arming a timer does not wake this either.
+  const Nanos left = deadline - now();
+  if (left > Nanos(0)) {
+    pollfd p{m.wake_fd.native_handle(), POLLIN, 0};
+    const timespec ts{static_cast<time_t>(left.count() / 1'000'000'000),
+                      static_cast<long>(left.count() % 1'000'000'000)};
+    ::ppoll(&p, 1, &ts, nullptr);
+  }
+  uint64_t count;
+  [[maybe_unused]] auto r = ::read(m.wake_fd.native_handle(), &count, sizeof count);
 }
 
 void UdpTransport::wake() {

@@ -122,6 +122,7 @@ class UdpTransport final : public Transport {
   // One waiter at a time; wake() from any thread.
   void wait(Nanos deadline) override;
   void wake() override;
+  void sleep_until(Nanos deadline) override;
   Nanos now() const override;  // std::chrono::steady_clock
   std::unique_ptr<Timer> make_timer(std::function<void()> on_expiry) override;
   TransportStats stats() const override;
