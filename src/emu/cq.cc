@@ -152,8 +152,11 @@ int Cq::poll(std::span<Wc> out) {
     const int64_t now = e.transport->now().count();
     const int64_t prev = e.app_polled.load(std::memory_order_relaxed);
     e.app_polled.store(now, std::memory_order_relaxed);
+    // A poll in a loop wakes a helper on the socket to stand back, unless a
+    // CQ is armed: then the helper stays there, and waking it would only
+    // cost this poll a system call and the helper a round.
     if (now - prev < Device::Engine::kPolling.count() && e.helper_on_socket.load(std::memory_order_relaxed) &&
-        e.helper_on_socket.exchange(false))
+        e.armed_cqs.load(std::memory_order_relaxed) == 0 && e.helper_on_socket.exchange(false))
       e.transport->wake();
   }
   size_t n = 0;
