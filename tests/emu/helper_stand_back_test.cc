@@ -23,7 +23,7 @@ using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 
 constexpr unsigned kAccess = access::kLocalWrite | access::kRemoteWrite;
-constexpr int kWrites = 200;
+constexpr int kWrites = 1000;
 
 class HelperStandBack : public ::testing::Test {
  protected:
@@ -100,6 +100,12 @@ class HelperStandBack : public ::testing::Test {
 // standing back sleeps a few times over the whole stream. Both see every
 // WRITE land.
 TEST_F(HelperStandBack, StaysOffTheSocketWhileTheApplicationPolls) {
+#ifdef __SANITIZE_ADDRESS__
+  // Under ASan a's threads take long enough on the same two cores to preempt
+  // b's poller for over 50 us several times per millisecond: what this counts
+  // is then the scheduler's. The other two tests run there.
+  GTEST_SKIP() << "counts the helper's sleeps: not under ASan, which slows a's threads into b's poller";
+#endif
   uint64_t sleeps[2] = {0, 0};
   int64_t took[2] = {0, 0};
   for (int standing = 0; standing < 2; ++standing) {
@@ -120,10 +126,11 @@ TEST_F(HelperStandBack, StaysOffTheSocketWhileTheApplicationPolls) {
   }
   EXPECT_GT(sleeps[0], static_cast<uint64_t>(kWrites / 2)) << "a helper on the socket is woken by the WRITEs";
   // Standing back: sleeps of 50 us doubling to 1 ms, about one per millisecond
-  // of the stream, and as many again for looks that found b's poller
-  // preempted (a machine busy with something else preempts it often: the
-  // test runs alone).
-  EXPECT_LT(sleeps[1], static_cast<uint64_t>(16 + 2 * took[1])) << "a helper standing back is not";
+  // of the stream, and more for looks that found b's poller preempted for
+  // over 50 us (a's threads wake twice per WRITE on the same two cores; a
+  // machine busy with something else preempts it far more: the test runs
+  // alone). Measured: a tenth to a twentieth of the sleeps on the socket.
+  EXPECT_LT(4 * sleeps[1], sleeps[0]) << "a helper standing back is not";
   std::cout << "b's helper slept " << sleeps[0] << " times on the socket (" << took[0] << " ms), " << sleeps[1]
             << " times standing back (" << took[1] << " ms)\n";
 }
